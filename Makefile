@@ -1,0 +1,40 @@
+# duckdb-vectors: the common paths. `make demo` runs the main job, `make test` the tests.
+PYTHON ?= python3
+VENV ?= .venv
+SHARED ?= ../shared
+BIN := $(VENV)/bin
+# Offline machines (CI here) load the model from a local folder; with network it downloads.
+LOCAL_MODEL := $(wildcard $(SHARED)/models/static-256-wordllama)
+MODEL_PATH ?= $(LOCAL_MODEL)
+MODEL_ENV := $(if $(MODEL_PATH),DUCKDB_VECTORS_MODEL_PATH=$(abspath $(MODEL_PATH)) HF_HUB_OFFLINE=1,)
+
+.PHONY: install demo test lint format bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+demo: install
+	rm -f quickstart.duckdb
+	$(MODEL_ENV) $(BIN)/python examples/quickstart.py quickstart.duckdb
+
+test: install
+	HF_HUB_OFFLINE=1 DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: install
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/query_latency.py --quick
+
+clean:
+	rm -rf $(VENV) quickstart.duckdb .pytest_cache .ruff_cache

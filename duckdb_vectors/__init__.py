@@ -1,0 +1,39 @@
+"""duckdb-vectors: one DuckDB file is one index; hybrid retrieval with no server."""
+
+from .config import FusionSettings, Settings
+from .embedders import Embedder, EmbedderSpec, available_embedders, get_embedder, register_embedder
+from .errors import (
+    DuckDBVectorsError,
+    EmbedderError,
+    IndexMismatchError,
+    InvalidFilterError,
+    InvalidRankingSQLError,
+    NotAnIndexError,
+    ReadOnlyError,
+)
+from .manifest import Manifest
+from .models import Chunk, SearchResult, VectorPage
+from .store import VectorStore, WriteStats
+
+__all__ = [
+    "Chunk",
+    "DuckDBVectorsError",
+    "Embedder",
+    "EmbedderError",
+    "EmbedderSpec",
+    "FusionSettings",
+    "IndexMismatchError",
+    "InvalidFilterError",
+    "InvalidRankingSQLError",
+    "Manifest",
+    "NotAnIndexError",
+    "ReadOnlyError",
+    "SearchResult",
+    "Settings",
+    "VectorPage",
+    "VectorStore",
+    "WriteStats",
+    "available_embedders",
+    "get_embedder",
+    "register_embedder",
+]

@@ -1,0 +1,57 @@
+"""Configuration: constructor argument > ``DUCKDB_VECTORS_*`` environment variable > default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
+
+
+class FusionSettings(BaseSettings):
+    """How the vector and lexical rankings are fused into one list (see ``search.fuse``)."""
+
+    model_config = SettingsConfigDict(env_prefix="DUCKDB_VECTORS_FUSION_", extra="ignore")
+
+    method: Literal["rrf", "convex"] = Field("convex", description="Fusion method.")
+    lexical_weight: float = Field(
+        0.5, ge=0.0, le=1.0, description="Share of the lexical signal (convex) or its RRF weight."
+    )
+    rrf_k: int = Field(60, ge=1, description="RRF rank constant.")
+    candidates: int = Field(
+        100, ge=1, description="How deep each signal's ranking is read before fusing."
+    )
+
+
+class Settings(BaseSettings):
+    """Everything a ``VectorStore`` (and the CLI and MCP server) can be configured with.
+
+    Each field can be set by argument or by ``DUCKDB_VECTORS_<FIELD>`` in the environment.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="DUCKDB_VECTORS_", extra="ignore")
+
+    db_path: Path = Field(Path("vectors.duckdb"), description="The index file.")
+    backend: str | None = Field(
+        None,
+        description=(
+            "Embedder spec such as 'fastembed:<model>'. Unset: the backend recorded in the "
+            f"index, or {DEFAULT_BACKEND} for a new index."
+        ),
+    )
+    model_path: Path | None = Field(
+        None, description="Load the model from this local directory instead of the hub."
+    )
+    cache_dir: Path | None = Field(None, description="Where downloaded models are cached.")
+    read_only: bool = Field(False, description="Open a frozen index; every write is refused.")
+    memory_index: bool = Field(
+        True,
+        description=(
+            "Answer queries from an in-memory copy of vectors and postings, loaded on first "
+            "query or warm_up(). Off: every query is answered by SQL in DuckDB (one-shot use)."
+        ),
+    )
+    fusion: FusionSettings = Field(default_factory=FusionSettings)

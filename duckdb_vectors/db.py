@@ -1,0 +1,81 @@
+"""Opening the DuckDB file and the few connection helpers everything else uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .errors import DuckDBVectorsError, NotAnIndexError
+
+CONNECTION_CONFIG = {
+    # The index never needs files or network beyond itself; this also confines injected
+    # ranking SQL (no read_csv, no COPY, no ATTACH) and keeps DuckDB from fetching extensions.
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
+def connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open the index file, turning DuckDB's errors into one-line, actionable ones."""
+    in_memory = str(path) == ":memory:"
+    if read_only and in_memory:
+        raise ValueError("an in-memory store cannot be read-only")
+    if read_only and not path.is_file():
+        raise NotAnIndexError(f"{path} does not exist; build an index first (duckdb-vectors index)")
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config=CONNECTION_CONFIG)
+    except duckdb.IOException as error:
+        message = first_line(error)
+        if "lock" in message.lower():
+            raise DuckDBVectorsError(
+                f"{path} is locked by another process that has it open for writing; "
+                "stop that process or wait for it to finish"
+            ) from None
+        raise NotAnIndexError(f"{path} cannot be opened: {message}") from None
+    except duckdb.Error as error:
+        raise NotAnIndexError(f"{path} is not a DuckDB index file: {first_line(error)}") from None
+
+
+def first_row(
+    connection: duckdb.DuckDBPyConnection, sql: str, parameters: list[Any] | None = None
+) -> tuple[Any, ...] | None:
+    # fetchall, not fetchone: DuckDB 2 keeps a half-read result open and refuses further work.
+    rows = connection.execute(sql, parameters or []).fetchall()
+    return rows[0] if rows else None
+
+
+def scalar(
+    connection: duckdb.DuckDBPyConnection, sql: str, parameters: list[Any] | None = None
+) -> Any:
+    row = first_row(connection, sql, parameters)
+    return row[0] if row else None
+
+
+def is_open(connection: duckdb.DuckDBPyConnection) -> bool:
+    try:
+        connection.execute("SELECT 1").fetchall()
+    except duckdb.ConnectionException:
+        return False
+    return True
+
+
+class Transaction:
+    """BEGIN ... COMMIT, or ROLLBACK on any exception (KeyboardInterrupt included)."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection) -> None:
+        self.connection = connection
+
+    def __enter__(self) -> None:
+        self.connection.execute("BEGIN TRANSACTION")
+
+    def __exit__(self, exc_type: object, *_rest: object) -> None:
+        self.connection.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error message (DuckDB's carry a caret diagram below it)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

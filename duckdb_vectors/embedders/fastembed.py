@@ -1,0 +1,172 @@
+"""Local ONNX and static embeddings via fastembed: ``fastembed:<model>`` and ``hf:<repo-id>``."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import EmbedderError
+from .base import BaseEmbedder, EmbedderSpec, as_matrix, fingerprint_directory
+
+_BATCH_SIZE = 256
+_OFFLINE_HINT = (
+    "set DUCKDB_VECTORS_MODEL_PATH (or model_path=) to a local copy of the model, "
+    "or allow network access so it can be downloaded"
+)
+
+
+class FastEmbedEmbedder(BaseEmbedder):
+    """A fastembed ``TextEmbedding`` model, loaded on first use.
+
+    Args:
+        model_name: a model fastembed knows, e.g. ``minishlab/potion-multilingual-128M``.
+        model_path: load the model files from this directory instead of the hub.
+        cache_dir: where fastembed keeps downloaded models.
+        spec: the backend string recorded in the manifest.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        model_path: Path | None = None,
+        cache_dir: Path | None = None,
+        spec: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.model_name = model_name
+        self.model_path = model_path
+        self.cache_dir = cache_dir
+        self.spec = spec or f"fastembed:{model_name}"
+        self._model: Any = None
+        self._fingerprint: str | None = None
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return as_matrix(list(self._loaded().embed(list(texts), batch_size=_BATCH_SIZE)))
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return as_matrix(list(self._loaded().query_embed(list(texts))))
+
+    def fingerprint(self) -> str | None:
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint_directory(self.model_directory())
+        return self._fingerprint
+
+    def model_directory(self) -> Path:
+        """Where the model files were loaded from (loads the model if needed)."""
+        return Path(self._loaded().model._model_dir)
+
+    def _loaded(self) -> Any:
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    self._model = self._load()
+        return self._model
+
+    def _load(self) -> Any:
+        from fastembed import TextEmbedding  # imported late: it costs ~0.4 s
+
+        if self.model_path is not None and not Path(self.model_path).is_dir():
+            raise EmbedderError(f"model path {self.model_path} is not a directory")
+        try:
+            return TextEmbedding(
+                self.model_name,
+                cache_dir=str(self.cache_dir) if self.cache_dir else None,
+                specific_model_path=str(self.model_path) if self.model_path else None,
+            )
+        except Exception as error:  # fastembed raises bare ValueError/OSError/HF errors
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
+            raise EmbedderError(
+                f"cannot load model '{self.model_name}' for {self.spec}: {reason}; {_OFFLINE_HINT}"
+            ) from error
+
+
+class HuggingFaceEmbedder(FastEmbedEmbedder):
+    """Any Hugging Face repository with an ONNX export, run through fastembed.
+
+    Options in the backend string tune how the ONNX output becomes a vector:
+    ``hf:<repo>?pooling=mean|cls|last_token&normalize=true&file=onnx/model.onnx``.
+    """
+
+    _registered: ClassVar[set[str]] = set()
+    _register_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, spec: EmbedderSpec) -> None:
+        super().__init__(spec.argument, spec.model_path, spec.cache_dir, spec=str(spec))
+        self.repo_id = spec.argument
+        self.pooling = spec.options.get("pooling", "mean").upper()
+        self.normalize = spec.options.get("normalize", "true").lower() != "false"
+        self.model_file = spec.options.get("file")
+
+    def _load(self) -> Any:
+        from fastembed import TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        directory = self.model_path or self._download()
+        self.model_path = directory
+        model_file = self.model_file or _find_onnx_file(directory)
+        if self.pooling not in PoolingType.__members__:
+            raise EmbedderError(f"{self.spec}: pooling must be one of mean, cls, last_token")
+        # fastembed knows a model only once it is registered under a unique name.
+        self.model_name = f"duckdb-vectors/{self.spec}"
+        with self._register_lock:
+            if self.model_name not in self._registered:
+                TextEmbedding.add_custom_model(
+                    model=self.model_name,
+                    pooling=PoolingType[self.pooling],
+                    normalization=self.normalize,
+                    sources=ModelSource(hf=self.repo_id),
+                    dim=_hidden_size(directory, self.spec),
+                    model_file=model_file,
+                )
+                self._registered.add(self.model_name)
+        return super()._load()
+
+    def _download(self) -> Path:
+        from huggingface_hub import snapshot_download
+
+        patterns = ["*.json", "*.txt", "*.model", "onnx/*", "*.onnx", "*.onnx_data"]
+        try:
+            return Path(
+                snapshot_download(self.repo_id, cache_dir=self.cache_dir, allow_patterns=patterns)
+            )
+        except Exception as error:
+            raise EmbedderError(
+                f"cannot download {self.repo_id}: {error}; {_OFFLINE_HINT}"
+            ) from error
+
+
+def _find_onnx_file(directory: Path) -> str:
+    for candidate in ("onnx/model.onnx", "model.onnx"):
+        if (directory / candidate).is_file():
+            return candidate
+    found = sorted(directory.rglob("*.onnx"))
+    if not found:
+        raise EmbedderError(f"no .onnx file in {directory}; pass ?file=<path> in the backend")
+    return str(found[0].relative_to(directory))
+
+
+def _hidden_size(directory: Path, spec: str) -> int:
+    try:
+        config = json.loads((directory / "config.json").read_text())
+        return int(config.get("hidden_size") or config["d_model"])
+    except (OSError, ValueError, KeyError) as error:
+        raise EmbedderError(f"{spec}: cannot read the width from config.json: {error}") from error
+
+
+def create_fastembed(spec: EmbedderSpec) -> FastEmbedEmbedder:
+    if not spec.argument:
+        raise ValueError("fastembed needs a model name, e.g. fastembed:BAAI/bge-small-en-v1.5")
+    return FastEmbedEmbedder(spec.argument, spec.model_path, spec.cache_dir, spec=str(spec))
+
+
+def create_huggingface(spec: EmbedderSpec) -> HuggingFaceEmbedder:
+    if not spec.argument:
+        raise ValueError("hf needs a repository id, e.g. hf:sentence-transformers/all-MiniLM-L6-v2")
+    return HuggingFaceEmbedder(spec)

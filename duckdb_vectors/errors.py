@@ -1,0 +1,31 @@
+"""Exceptions raised by duckdb-vectors. Every message is one line that says what to do."""
+
+from __future__ import annotations
+
+
+class DuckDBVectorsError(Exception):
+    """Base class: catch this to handle any error the library raises on purpose."""
+
+
+class ReadOnlyError(DuckDBVectorsError):
+    """A write was attempted on a store opened with ``read_only=True``."""
+
+
+class IndexMismatchError(DuckDBVectorsError):
+    """The index was built with another model, dimension or tokenizer than the one in use."""
+
+
+class NotAnIndexError(DuckDBVectorsError):
+    """The file is not a duckdb-vectors index (or is damaged), or does not exist when read-only."""
+
+
+class InvalidFilterError(DuckDBVectorsError, ValueError):
+    """A metadata filter is not valid S3 Vectors filter syntax."""
+
+
+class InvalidRankingSQLError(DuckDBVectorsError, ValueError):
+    """An injected ranking SQL fragment is not a single read-only expression."""
+
+
+class EmbedderError(DuckDBVectorsError):
+    """The embedding backend is unknown, misconfigured, or its model cannot be loaded."""

@@ -1,0 +1,182 @@
+"""The in-memory hot path: one snapshot of an index's vectors, postings and chunk rows.
+
+A DuckDB query costs a fraction of a millisecond of planning before it reads a row, and a
+full-table ``array_cosine_similarity`` scan is ~10x slower than one matrix-vector product in
+numpy. A long-lived process therefore loads the index once (a few hundred ms per 100k chunks)
+and answers from numpy: a matrix product for the vector ranking, an inverted index for BM25,
+and Arrow columns for the rows it returns. DuckDB stays the store of record; the snapshot is
+rebuilt after this process writes to the index.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .models import Chunk
+from .search import BM25_B, BM25_K1, CHUNK_COLUMNS, Ranking, Scope
+
+
+@dataclass
+class _Postings:
+    """BM25 inverted index: for term ``t``, rows ``rows[offsets[t]:offsets[t+1]]``."""
+
+    vocabulary: dict[str, int]
+    offsets: np.ndarray
+    rows: np.ndarray
+    weights: np.ndarray  # the BM25 term-frequency part, without idf
+    idf: np.ndarray
+
+
+class MemoryIndex:
+    """An immutable in-memory snapshot that ranks exactly like ``SqlSearcher``.
+
+    Args:
+        connection: the store's connection, used to resolve scopes (filters, ``where``).
+        keys: chunk keys, ascending; row ``i`` of every array belongs to ``keys[i]``.
+        matrix: L2-normalised embeddings, one row per chunk.
+        postings: the BM25 inverted index.
+        rows: the chunk columns returned with results.
+    """
+
+    def __init__(
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        keys: np.ndarray,
+        matrix: np.ndarray,
+        postings: _Postings,
+        rows: pa.Table,
+    ) -> None:
+        self.connection = connection
+        self.keys = keys
+        self.matrix = matrix
+        self.postings = postings
+        self.rows = rows
+
+    @classmethod
+    def load(
+        cls, connection: duckdb.DuckDBPyConnection, k1: float = BM25_K1, b: float = BM25_B
+    ) -> MemoryIndex:
+        core = _arrow(connection.sql("SELECT key, token_count, embedding FROM chunks ORDER BY key"))
+        keys = core.column("key").to_numpy()
+        lengths = core.column("token_count").to_numpy().astype(np.float64)
+        matrix = _normalised_matrix(core.column("embedding"), len(keys))
+        postings = _load_postings(connection, keys, lengths, k1, b)
+        columns = CHUNK_COLUMNS.replace("metadata", "CAST(metadata AS VARCHAR) AS metadata")
+        rows = _arrow(connection.sql(f"SELECT {columns} FROM chunks ORDER BY key"))
+        return cls(connection, keys, matrix, postings, rows)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking:
+        if len(self.keys) == 0:
+            return Ranking.empty()
+        similarities = self.matrix @ _unit(query)
+        candidates = self._candidate_rows(scope)
+        if candidates is not None:
+            return self._top(candidates, similarities[candidates], depth)
+        return self._top(None, similarities, depth)
+
+    def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking:
+        postings = self.postings
+        term_ids = [
+            postings.vocabulary[t] for t in dict.fromkeys(terms) if t in postings.vocabulary
+        ]
+        if not term_ids:
+            return Ranking.empty()
+        slices = [slice(postings.offsets[t], postings.offsets[t + 1]) for t in term_ids]
+        rows = np.concatenate([postings.rows[s] for s in slices])
+        weights = np.concatenate(
+            [postings.weights[s] * postings.idf[t] for s, t in zip(slices, term_ids, strict=True)]
+        )
+        scores = np.bincount(rows, weights=weights, minlength=len(self.keys))
+        matched = np.flatnonzero(scores)
+        candidates = self._candidate_rows(scope)
+        if candidates is not None:
+            matched = np.intersect1d(matched, candidates, assume_unique=True)
+        return self._top(matched, scores[matched], depth)
+
+    def chunks(self, keys: np.ndarray) -> list[Chunk]:
+        positions = np.searchsorted(self.keys, keys)
+        return [_chunk(record) for record in self.rows.take(pa.array(positions)).to_pylist()]
+
+    def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
+        if scope.is_everything:
+            return None
+        condition, parameters = scope.condition()
+        allowed = self.connection.execute(
+            f"SELECT key FROM chunks WHERE {condition} ORDER BY key", parameters
+        ).fetchnumpy()["key"]
+        return np.searchsorted(self.keys, np.asarray(allowed, dtype=np.int64))
+
+    def _top(self, rows: np.ndarray | None, scores: np.ndarray, depth: int) -> Ranking:
+        """The ``depth`` best of ``scores`` (for ``rows``, or all rows if None), ties by key."""
+        if len(scores) > depth:
+            # argpartition picks an arbitrary member of a tie at the cut; widen to keep all ties.
+            threshold = np.partition(scores, len(scores) - depth)[len(scores) - depth]
+            chosen = np.flatnonzero(scores >= threshold)
+        else:
+            chosen = np.arange(len(scores))
+        selected_rows = chosen if rows is None else rows[chosen]
+        keys = self.keys[selected_rows]
+        selected_scores = scores[chosen].astype(np.float64)
+        order = np.lexsort((keys, -selected_scores))[:depth]
+        return Ranking(keys[order], selected_scores[order])
+
+
+def _arrow(relation: duckdb.DuckDBPyRelation) -> pa.Table:
+    # DuckDB 1.4 calls it fetch_arrow_table, 2.x to_arrow_table.
+    convert = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+    return convert()
+
+
+def _normalised_matrix(column: pa.ChunkedArray, count: int) -> np.ndarray:
+    if count == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    matrix = flat.astype(np.float32, copy=False).reshape(count, -1)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.ascontiguousarray(matrix / np.where(norms == 0, 1.0, norms), dtype=np.float32)
+
+
+def _load_postings(
+    connection: duckdb.DuckDBPyConnection,
+    keys: np.ndarray,
+    lengths: np.ndarray,
+    k1: float,
+    b: float,
+) -> _Postings:
+    table = _arrow(connection.sql("SELECT term, key, tf FROM postings"))
+    encoded = pc.dictionary_encode(table.column("term").combine_chunks())
+    term_ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    vocabulary = {term: i for i, term in enumerate(encoded.dictionary.to_pylist())}
+    order = np.argsort(term_ids, kind="stable")
+    rows = np.searchsorted(keys, table.column("key").to_numpy())[order]
+    tf = table.column("tf").to_numpy().astype(np.float64)[order]
+    document_frequency = np.bincount(term_ids, minlength=len(vocabulary))
+    offsets = np.concatenate([[0], np.cumsum(document_frequency)])
+    average_length = float(lengths.mean()) if len(lengths) else 1.0
+    norm = k1 * (1 - b + b * lengths[rows] / (average_length or 1.0))
+    weights = tf / (tf + norm)
+    documents = len(keys)
+    idf = np.log(1 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
+    return _Postings(vocabulary, offsets, rows, weights, idf)
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    vector = np.asarray(vector, dtype=np.float32).ravel()
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+def _chunk(record: dict[str, Any]) -> Chunk:
+    metadata = record["metadata"]
+    record["metadata"] = json.loads(metadata) if metadata else {}
+    return Chunk(**record)

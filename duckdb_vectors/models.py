@@ -1,0 +1,51 @@
+"""The public data models: what goes into an index and what comes out of a search."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Chunk(BaseModel):
+    """One indexed piece of text and everything stored with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str = Field(description="Stable key; writing the same id again replaces the chunk.")
+    text: str = Field("", description="The chunk text, embedded and full-text indexed.")
+    source: str | None = Field(None, description="Document identifier, e.g. a relative path.")
+    position: int | None = Field(None, description="Ordinal of the chunk within its source.")
+    title: str | None = Field(None, description="Heading breadcrumb, embedded as context.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Arbitrary attributes.")
+    etag: str | None = Field(None, description="Content fingerprint of title and text.")
+    stamped_at: datetime | None = Field(None, description="When the chunk was last written.")
+    embedding: list[float] | None = Field(
+        None, description="The stored vector; only filled when asked for (return_data=True)."
+    )
+
+
+class SearchResult(BaseModel):
+    """A ranked hit: the chunk, its fused score, and where each signal ranked it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: Chunk
+    score: float = Field(description="Fused score (cosine similarity for vector-only search).")
+    vector_rank: int | None = Field(None, description="1-based rank by cosine similarity.")
+    text_rank: int | None = Field(None, description="1-based rank by BM25; None if not matched.")
+
+
+class VectorPage(BaseModel):
+    """One page of ``list_vectors``; pass ``next_token`` back to get the next page."""
+
+    vectors: list[Chunk]
+    next_token: str | None = None
+
+    def __iter__(self) -> Iterator[Chunk]:  # type: ignore[override]
+        return iter(self.vectors)
+
+    def __len__(self) -> int:
+        return len(self.vectors)

@@ -1,0 +1,86 @@
+"""Injectable ranking SQL: user fragments that scope candidates or re-weight the fused score.
+
+A fragment must be one SQL *expression* over a chunk's columns (and, for re-scoring, the
+fused ``score``, ``vector_rank`` and ``text_rank``). It is checked with DuckDB's own parser
+before it is used: no statement separators, no comments, no subqueries (so no table
+functions such as ``read_csv``), parentheses balanced so it cannot close the clause it is
+placed in. The connection also runs with external access disabled, so a fragment can read
+neither files nor the network, and an expression cannot write.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import duckdb
+
+from .db import scalar
+from .errors import InvalidRankingSQLError
+
+_PROBE_COLUMNS = (
+    "SELECT 1::BIGINT AS key, ''::VARCHAR AS chunk_id, ''::VARCHAR AS text, ''::VARCHAR AS source,"
+    " 0::INTEGER AS position, ''::VARCHAR AS title, '{}'::JSON AS metadata, ''::VARCHAR AS etag,"
+    " now() AS stamped_at, 0::INTEGER AS token_count, 0.0::DOUBLE AS score,"
+    " 0::INTEGER AS vector_rank, 0::INTEGER AS text_rank"
+)
+# Parsing only: a private in-memory database, so no user fragment ever meets the index file.
+_parser = duckdb.connect(":memory:", config={"enable_external_access": False})
+_parser_lock = threading.Lock()
+
+
+def validate_fragment(fragment: str, argument: str) -> str:
+    """Return ``fragment`` if it is a single read-only expression, else raise a clear error."""
+    if not isinstance(fragment, str) or not fragment.strip():
+        raise InvalidRankingSQLError(f"{argument}: expected a non-empty SQL expression")
+    _check_tokens(fragment, argument)
+    _check_tree(fragment, argument)
+    return fragment
+
+
+def _check_tokens(fragment: str, argument: str) -> None:
+    try:
+        tokens = duckdb.tokenize(fragment)
+    except Exception as error:
+        raise InvalidRankingSQLError(f"{argument}: cannot parse: {error}") from error
+    depth = 0
+    for index, (start, kind) in enumerate(tokens):
+        end = tokens[index + 1][0] if index + 1 < len(tokens) else len(fragment)
+        text = fragment[start:end].strip()
+        if kind == duckdb.token_type.comment:
+            raise InvalidRankingSQLError(f"{argument}: comments are not allowed")
+        if kind != duckdb.token_type.operator:
+            continue
+        if ";" in text:
+            raise InvalidRankingSQLError(f"{argument}: only one expression is allowed (found ';')")
+        depth += text.count("(") - text.count(")")
+        if depth < 0:
+            raise InvalidRankingSQLError(f"{argument}: unbalanced parentheses")
+    if depth != 0:
+        raise InvalidRankingSQLError(f"{argument}: unbalanced parentheses")
+
+
+def _check_tree(fragment: str, argument: str) -> None:
+    statement = f"SELECT ({fragment}) FROM ({_PROBE_COLUMNS}) AS chunk"
+    with _parser_lock:
+        serialised = scalar(_parser, "SELECT json_serialize_sql(?)", [statement])
+    tree = json.loads(serialised) if serialised else {"error": True}
+    if tree.get("error"):
+        message = str(tree.get("error_message", "not a valid SQL expression")).splitlines()[0]
+        raise InvalidRankingSQLError(f"{argument}: {message}")
+    statements = tree.get("statements", [])
+    if len(statements) != 1 or len(statements[0]["node"].get("select_list", [])) != 1:
+        raise InvalidRankingSQLError(f"{argument}: must be a single expression")
+    if _contains_class(statements[0]["node"]["select_list"], "SUBQUERY"):
+        raise InvalidRankingSQLError(f"{argument}: subqueries are not allowed")
+
+
+def _contains_class(node: Any, expression_class: str) -> bool:
+    if isinstance(node, dict):
+        if node.get("class") == expression_class:
+            return True
+        return any(_contains_class(value, expression_class) for value in node.values())
+    if isinstance(node, list):
+        return any(_contains_class(item, expression_class) for item in node)
+    return False

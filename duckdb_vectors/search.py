@@ -1,0 +1,241 @@
+"""How a search is answered: the two rankings (vector, BM25), their fusion, and scoping.
+
+Both rankings are produced by a *searcher*. ``SqlSearcher`` asks DuckDB directly (nothing to
+load: right for a one-shot process); ``memory_index.MemoryIndex`` answers from an in-memory copy
+(right for a long-lived one). They return the same rankings, so fusion is shared.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import duckdb
+import numpy as np
+
+from .config import FusionSettings
+from .filters import compile_filter
+from .models import Chunk
+from .ranking_sql import validate_fragment
+
+# Okapi BM25 as Lucene >= 8 scores it: idf = ln(1 + (N - df + 0.5) / (df + 0.5)),
+# term weight tf / (tf + k1 * (1 - b + b * length / average_length)).
+BM25_K1 = 1.2
+BM25_B = 0.75
+CHUNK_COLUMNS = "chunk_id, text, source, position, title, metadata, etag, stamped_at"
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One signal's candidates, best first: chunk keys and their scores."""
+
+    keys: np.ndarray
+    scores: np.ndarray
+
+    @classmethod
+    def empty(cls) -> Ranking:
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclass(frozen=True)
+class FusedRanking:
+    """The fused list, best first, with each signal's 1-based rank (0 where it had none)."""
+
+    keys: np.ndarray
+    scores: np.ndarray
+    vector_ranks: np.ndarray
+    text_ranks: np.ndarray
+
+    def head(self, count: int) -> FusedRanking:
+        return FusedRanking(
+            self.keys[:count],
+            self.scores[:count],
+            self.vector_ranks[:count],
+            self.text_ranks[:count],
+        )
+
+    @classmethod
+    def from_vector(cls, ranking: Ranking) -> FusedRanking:
+        ranks = np.arange(1, len(ranking) + 1)
+        return cls(ranking.keys, ranking.scores, ranks, np.zeros_like(ranks))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which chunks may be returned: an S3 Vectors metadata filter and/or a SQL ``where``."""
+
+    filter: dict[str, Any] | None = None
+    where: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.where is not None:
+            validate_fragment(self.where, "where")
+        if self.filter is not None:
+            compile_filter(self.filter)  # fail early, with the filter's own message
+
+    @property
+    def is_everything(self) -> bool:
+        return self.filter is None and self.where is None
+
+    def condition(self, parameter_offset: int = 0) -> tuple[str, list[Any]]:
+        """A SQL condition over ``chunks`` columns, placeholders numbered after the offset."""
+        clauses, parameters = [], []
+        if self.filter is not None:
+            sql, parameters = compile_filter(self.filter, parameter_offset=parameter_offset)
+            clauses.append(sql)
+        if self.where is not None:
+            clauses.append(f"({self.where})")
+        return (" AND ".join(clauses) or "true"), parameters
+
+
+class Searcher(Protocol):
+    def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking: ...
+
+    def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking: ...
+
+    def chunks(self, keys: np.ndarray) -> list[Chunk]: ...
+
+
+@dataclass
+class SqlSearcher:
+    """Rankings computed by DuckDB on each query; exact, and nothing is loaded up front."""
+
+    connection: duckdb.DuckDBPyConnection
+    dimension: int
+    bm25_k1: float = BM25_K1
+    bm25_b: float = BM25_B
+
+    def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking:
+        condition, parameters = scope.condition(parameter_offset=2)
+        rows = self.connection.execute(
+            f"SELECT key, array_cosine_similarity(embedding, CAST($1 AS FLOAT[{self.dimension}]))"
+            f" AS similarity FROM chunks WHERE {condition}"
+            " ORDER BY similarity DESC, key LIMIT $2",
+            [np.asarray(query, dtype=np.float32).tolist(), depth, *parameters],
+        ).fetchall()
+        return _ranking(rows)
+
+    def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking:
+        if not terms:
+            return Ranking.empty()
+        condition, parameters = scope.condition(parameter_offset=4)
+        rows = self.connection.execute(
+            f"""
+            WITH statistics AS (
+                SELECT count(*)::DOUBLE AS documents, avg(token_count) AS average_length
+                FROM chunks),
+            frequencies AS (
+                SELECT term, count(*)::DOUBLE AS df FROM postings
+                WHERE term IN (SELECT unnest($1::VARCHAR[])) GROUP BY term),
+            scored AS (
+                SELECT p.key,
+                    sum(ln(1 + (s.documents - f.df + 0.5) / (f.df + 0.5))
+                        * p.tf
+                        / (p.tf + $2 * (1 - $3 + $3 * c.token_count / s.average_length))
+                    ) AS score
+                FROM postings p
+                JOIN frequencies f USING (term)
+                JOIN chunks c USING (key)
+                CROSS JOIN statistics s
+                WHERE {condition}
+                GROUP BY p.key)
+            SELECT key, score FROM scored ORDER BY score DESC, key LIMIT $4
+            """,
+            [terms, self.bm25_k1, self.bm25_b, depth, *parameters],
+        ).fetchall()
+        return _ranking(rows)
+
+    def chunks(self, keys: np.ndarray) -> list[Chunk]:
+        if len(keys) == 0:
+            return []
+        rows = self.connection.execute(
+            f"SELECT key, {CHUNK_COLUMNS} FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))",
+            [keys.tolist()],
+        ).fetchall()
+        by_key = {row[0]: row[1:] for row in rows}
+        return [chunk_from_row(by_key[int(key)]) for key in keys]
+
+
+def chunk_from_row(row: tuple[Any, ...], embedding: Any = None) -> Chunk:
+    """Build a ``Chunk`` from a row in ``CHUNK_COLUMNS`` order."""
+    chunk_id, text, source, position, title, metadata, etag, stamped_at = row
+    return Chunk(
+        chunk_id=chunk_id,
+        text=text,
+        source=source,
+        position=position,
+        title=title,
+        metadata=_decode_metadata(metadata),
+        etag=etag,
+        stamped_at=stamped_at,
+        embedding=None if embedding is None else [float(x) for x in embedding],
+    )
+
+
+def _decode_metadata(metadata: Any) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    return json.loads(metadata) if isinstance(metadata, str) else dict(metadata)
+
+
+def _ranking(rows: list[tuple[Any, ...]]) -> Ranking:
+    if not rows:
+        return Ranking.empty()
+    keys, scores = zip(*rows, strict=True)
+    return Ranking(np.asarray(keys, dtype=np.int64), np.asarray(scores, dtype=np.float64))
+
+
+def fuse(vector: Ranking, lexical: Ranking, settings: FusionSettings) -> FusedRanking:
+    """Fuse the two rankings into one list.
+
+    ``rrf``: Reciprocal Rank Fusion, ``(1-w)/(k + vector_rank) + w/(k + text_rank)``.
+    ``convex``: ``(1-w) * norm(similarity) + w * norm(bm25)``, each signal min-max normalised
+    over its own candidates; a chunk a signal did not return gets 0 from it.
+    ``w`` is ``settings.lexical_weight``.
+    """
+    keys = np.union1d(vector.keys, lexical.keys)
+    vector_ranks = _ranks_of(keys, vector.keys)
+    text_ranks = _ranks_of(keys, lexical.keys)
+    weight = settings.lexical_weight
+    if settings.method == "rrf":
+        scores = (1 - weight) * _reciprocal(vector_ranks, settings.rrf_k) + weight * _reciprocal(
+            text_ranks, settings.rrf_k
+        )
+    else:
+        scores = (1 - weight) * _normalised_by_key(keys, vector) + weight * _normalised_by_key(
+            keys, lexical
+        )
+    order = np.lexsort((keys, -scores))
+    return FusedRanking(keys[order], scores[order], vector_ranks[order], text_ranks[order])
+
+
+def _ranks_of(keys: np.ndarray, ranked: np.ndarray) -> np.ndarray:
+    """1-based position of each of ``keys`` in ``ranked``, 0 where absent."""
+    ranks = np.zeros(len(keys), dtype=np.int64)
+    if len(ranked):
+        order = np.argsort(ranked, kind="stable")
+        found = np.searchsorted(ranked[order], keys)
+        found = np.minimum(found, len(ranked) - 1)
+        hit = ranked[order][found] == keys
+        ranks[hit] = order[found[hit]] + 1
+    return ranks
+
+
+def _reciprocal(ranks: np.ndarray, k: int) -> np.ndarray:
+    return np.where(ranks > 0, 1.0 / (k + ranks), 0.0)
+
+
+def _normalised_by_key(keys: np.ndarray, ranking: Ranking) -> np.ndarray:
+    values = np.zeros(len(keys), dtype=np.float64)
+    if len(ranking) == 0:
+        return values
+    low, high = float(ranking.scores.min()), float(ranking.scores.max())
+    normalised = (
+        (ranking.scores - low) / (high - low) if high > low else np.ones(len(ranking.scores))
+    )
+    values[np.searchsorted(keys, ranking.keys)] = normalised
+    return values

@@ -1,0 +1,780 @@
+"""``VectorStore``: one DuckDB file is one index. The SDK surface, S3 Vectors flavoured."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from .config import DEFAULT_BACKEND, FusionSettings, Settings
+from .db import Transaction, connect, first_line, is_open, scalar
+from .embedders import Embedder, EmbedderSpec, get_embedder
+from .errors import (
+    IndexMismatchError,
+    InvalidRankingSQLError,
+    NotAnIndexError,
+    ReadOnlyError,
+)
+from .manifest import Manifest, content_statistics, read_manifest, write_manifest
+from .memory_index import MemoryIndex
+from .models import Chunk, SearchResult, VectorPage
+from .ranking_sql import validate_fragment
+from .schema import SCHEMA_VERSION, check_readable, create_chunks_table, has_table, migrate
+from .search import (
+    CHUNK_COLUMNS,
+    FusedRanking,
+    Scope,
+    Searcher,
+    SqlSearcher,
+    chunk_from_row,
+    fuse,
+)
+from .tokenizer import TOKENIZER_NAME, tokenize
+
+MAX_TOP_K = 10_000
+
+
+@dataclass(frozen=True)
+class WriteStats:
+    """What one write did: chunks embedded (new or changed) and chunks whose etag matched."""
+
+    embedded: int = 0
+    reused: int = 0
+
+
+class VectorStore:
+    """One DuckDB file holding chunks of text, their vectors and a BM25 index.
+
+    Args:
+        db_path: the index file (``DUCKDB_VECTORS_DB_PATH``; default ``vectors.duckdb``).
+        backend: embedder spec such as ``fastembed:minishlab/potion-multilingual-128M``
+            (``DUCKDB_VECTORS_BACKEND``). Unset: the backend the index was built with.
+        model_path: load the model from this local directory (``DUCKDB_VECTORS_MODEL_PATH``).
+        cache_dir: where downloaded models are kept (``DUCKDB_VECTORS_CACHE_DIR``).
+        read_only: open a frozen index; every write raises ``ReadOnlyError``.
+        memory_index: answer from an in-memory snapshot (long-lived processes) instead of
+            querying DuckDB each time (one-shot processes).
+        fusion: how vector and BM25 rankings are fused.
+        embedder: a ready embedder object, instead of one built from ``backend``.
+    """
+
+    def __init__(
+        self,
+        db_path: str | Path | None = None,
+        backend: str | None = None,
+        *,
+        model_path: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        read_only: bool | None = None,
+        memory_index: bool | None = None,
+        fusion: FusionSettings | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        given = {
+            "db_path": db_path,
+            "backend": backend,
+            "model_path": model_path,
+            "cache_dir": cache_dir,
+            "read_only": read_only,
+            "memory_index": memory_index,
+            "fusion": fusion,
+        }
+        self.settings = Settings(**{k: v for k, v in given.items() if v is not None})
+        self.db_path = self.settings.db_path
+        self.read_only = self.settings.read_only
+        self._lock = threading.RLock()
+        self._connection = connect(self.db_path, self.read_only)
+        try:
+            self._prepare_schema()
+            self.manifest: Manifest | None = read_manifest(self._connection)
+            self.backend = self._resolve_backend(embedder)
+        except BaseException:
+            self._connection.close()
+            raise
+        self._embedder = embedder
+        self._embedder_checked = False
+        self._memory: MemoryIndex | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> VectorStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"VectorStore({str(self.db_path)!r}, backend={self.backend!r}, {mode})"
+
+    def close(self) -> None:
+        """Release the file (a read-write store checkpoints it, leaving no ``.wal``)."""
+        with self._lock:
+            self._memory = None
+            if not self.read_only and is_open(self._connection):
+                self._connection.execute("CHECKPOINT")
+            self._connection.close()
+
+    def warm_up(self) -> None:
+        """Load the model and the in-memory index now, so the first query does not wait."""
+        self._checked_embedder().warm_up()
+        with self._lock:
+            if self.count():
+                self._searcher()
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder queries and texts are embedded with (its model loads on first use)."""
+        if self._embedder is None:
+            with self._lock:
+                if self._embedder is None:
+                    self._embedder = get_embedder(
+                        self.backend, self.settings.model_path, self.settings.cache_dir
+                    )
+        return self._embedder
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def add_texts(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        metadatas: Sequence[dict[str, Any] | None] | None = None,
+        *,
+        titles: Sequence[str | None] | None = None,
+        sources: Sequence[str | None] | None = None,
+        positions: Sequence[int | None] | None = None,
+    ) -> list[str]:
+        """Embed and upsert texts; return their ids.
+
+        Args:
+            texts: the chunk texts.
+            ids: stable keys; writing an existing id replaces that chunk. Default: a hash of
+                the text, so adding the same text twice stores it once.
+            metadatas: one JSON-serialisable dict per text.
+            titles: heading breadcrumbs, embedded as context in front of the text.
+            sources: document identifiers (e.g. relative paths).
+            positions: ordinal of each chunk within its source.
+        """
+        texts = list(texts)
+        columns = {
+            "ids": ids,
+            "metadatas": metadatas,
+            "titles": titles,
+            "sources": sources,
+            "positions": positions,
+        }
+        for name, values in columns.items():
+            if values is not None and len(values) != len(texts):
+                raise ValueError(f"{name} has {len(values)} items but texts has {len(texts)}")
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"texts[{index}] must be a string, got {type(text).__name__}")
+        chunk_ids = list(ids) if ids is not None else [_text_id(text) for text in texts]
+        chunks = [
+            Chunk(
+                chunk_id=chunk_ids[i],
+                text=texts[i],
+                metadata=(metadatas[i] if metadatas else None) or {},
+                title=titles[i] if titles else None,
+                source=sources[i] if sources else None,
+                position=positions[i] if positions else None,
+            )
+            for i in range(len(texts))
+        ]
+        self.add_chunks(chunks)
+        return chunk_ids
+
+    def add_chunks(self, chunks: Iterable[Chunk], stamp: datetime | None = None) -> WriteStats:
+        """Upsert chunks, embedding only those whose title or text changed (by etag).
+
+        Args:
+            chunks: the chunks to write; ``etag``, ``stamped_at`` and ``embedding`` are set here.
+            stamp: the write time recorded as ``stamped_at`` (default: now).
+        """
+        return self._write(list(chunks), vectors=None, stamp=stamp)
+
+    def put_vectors(self, vectors: Sequence[dict[str, Any]]) -> WriteStats:
+        """Upsert precomputed vectors, as S3 Vectors' ``PutVectors`` does.
+
+        Each item is ``{"key": str, "data": {"float32": [...]}, "metadata": {...}}``; it may
+        also carry ``text``, ``title``, ``source`` and ``position`` to make it searchable by BM25
+        and returned with its text.
+        """
+        chunks, matrix = [], []
+        for index, item in enumerate(vectors):
+            try:
+                data = item["data"]["float32"] if isinstance(item["data"], dict) else item["data"]
+                chunks.append(
+                    Chunk(
+                        chunk_id=item["key"],
+                        text=item.get("text") or "",
+                        metadata=item.get("metadata") or {},
+                        title=item.get("title"),
+                        source=item.get("source"),
+                        position=item.get("position"),
+                    )
+                )
+            except (KeyError, TypeError) as error:
+                raise ValueError(
+                    f"vectors[{index}] must look like "
+                    '{"key": "id", "data": {"float32": [...]}, "metadata": {...}}'
+                ) from error
+            matrix.append(data)
+        lengths = {len(row) for row in matrix}
+        if len(lengths) > 1:
+            raise ValueError(
+                f"all vectors must have the same length, got lengths {sorted(lengths)}"
+            )
+        array = np.asarray(matrix, dtype=np.float32).reshape(len(matrix), -1)
+        if not np.isfinite(array).all():
+            raise ValueError("vectors must not contain NaN or infinity")
+        return self._write(chunks, vectors=array, stamp=None)
+
+    def delete_vectors(self, keys: Sequence[str]) -> int:
+        """Delete chunks by id; return how many existed."""
+        self._require_writable()
+        with self._lock, self._transaction():
+            if not has_table(self._connection, "chunks"):
+                return 0
+            old = self._connection.execute(
+                "SELECT key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+                [list(keys)],
+            ).fetchnumpy()["key"]
+            self._delete_keys(old)
+            self._refresh_manifest(dimension=None)
+        return len(old)
+
+    def delete_where(
+        self, *, filter: dict[str, Any] | None = None, where: str | None = None
+    ) -> int:
+        """Delete every chunk matching a metadata filter and/or a SQL condition."""
+        self._require_writable()
+        scope = Scope(filter=filter, where=where)
+        if scope.is_everything:
+            raise ValueError("delete_where needs a filter or a where condition")
+        with self._lock, self._transaction():
+            if not has_table(self._connection, "chunks"):
+                return 0
+            condition, parameters = scope.condition()
+            old = self._execute_user_sql(
+                f"SELECT key FROM chunks WHERE {condition}", parameters
+            ).fetchnumpy()["key"]
+            self._delete_keys(old)
+            self._refresh_manifest(dimension=None)
+        return len(old)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        """The number of chunks in the index."""
+        with self._lock:
+            if not has_table(self._connection, "chunks"):
+                return 0
+            return int(scalar(self._connection, "SELECT count(*) FROM chunks"))
+
+    def get_vectors(self, keys: Sequence[str], *, return_data: bool = False) -> list[Chunk]:
+        """The chunks with these ids, in the order asked; ids not in the index are left out."""
+        with self._lock:
+            if not has_table(self._connection, "chunks"):
+                return []
+            rows = self._connection.execute(
+                f"SELECT {CHUNK_COLUMNS}, {'embedding' if return_data else 'NULL'} FROM chunks"
+                " WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+                [list(keys)],
+            ).fetchall()
+        by_id = {row[0]: chunk_from_row(row[:-1], row[-1]) for row in rows}
+        return [by_id[key] for key in dict.fromkeys(keys) if key in by_id]
+
+    def list_vectors(
+        self, limit: int = 100, next_token: str | None = None, *, return_data: bool = False
+    ) -> VectorPage:
+        """One page of chunks in id order; pass the page's ``next_token`` to get the next."""
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_TOP_K:
+            raise ValueError(f"limit must be an integer from 1 to {MAX_TOP_K}, got {limit!r}")
+        after = _decode_token(next_token) if next_token else None
+        with self._lock:
+            if not has_table(self._connection, "chunks"):
+                return VectorPage(vectors=[])
+            rows = self._connection.execute(
+                f"SELECT {CHUNK_COLUMNS}, {'embedding' if return_data else 'NULL'} FROM chunks"
+                " WHERE $1::VARCHAR IS NULL OR chunk_id > $1 ORDER BY chunk_id LIMIT $2",
+                [after, limit + 1],
+            ).fetchall()
+        chunks = [chunk_from_row(row[:-1], row[-1]) for row in rows[:limit]]
+        token = _encode_token(chunks[-1].chunk_id) if len(rows) > limit else None
+        return VectorPage(vectors=chunks, next_token=token)
+
+    def sources(self) -> dict[str, int]:
+        """Each source and how many chunks it has."""
+        with self._lock:
+            if not has_table(self._connection, "chunks"):
+                return {}
+            rows = self._connection.execute(
+                "SELECT coalesce(source, ''), count(*) FROM chunks GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+        return {source: count for source, count in rows}
+
+    def query(
+        self,
+        text: str,
+        top_k: int = 5,
+        *,
+        filter: dict[str, Any] | None = None,
+        hybrid: bool = True,
+        where: str | None = None,
+        rescore: str | None = None,
+    ) -> list[SearchResult]:
+        """Search with a natural-language query: vector and BM25 rankings, fused.
+
+        Args:
+            text: the query.
+            top_k: how many results to return.
+            filter: an S3 Vectors metadata filter, e.g. ``{"year": {"$gte": 2020}}``.
+            hybrid: False ranks by vector similarity alone.
+            where: a SQL condition over chunk columns that scopes the candidates.
+            rescore: a SQL expression that re-weights the fused ``score`` of the candidates.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("the query text must be a non-empty string")
+        _check_top_k(top_k)
+        scope = Scope(filter=filter, where=where)
+        rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
+        vector = self._checked_embedder().embed_query([text])[0]
+        terms = tokenize(text) if hybrid else []
+        return self._search(vector, terms, top_k, scope, rescore, hybrid)
+
+    def query_vectors(
+        self,
+        vector: Sequence[float] | np.ndarray,
+        top_k: int = 5,
+        *,
+        filter: dict[str, Any] | None = None,
+        where: str | None = None,
+        rescore: str | None = None,
+    ) -> list[SearchResult]:
+        """Rank by cosine similarity to a precomputed vector (S3 Vectors' ``QueryVectors``)."""
+        _check_top_k(top_k)
+        scope = Scope(filter=filter, where=where)
+        rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
+        query = np.asarray(vector, dtype=np.float32).ravel()
+        dimension = self.manifest.dimension if self.manifest else None
+        if dimension is not None and len(query) != dimension:
+            raise ValueError(f"the query vector has {len(query)} dimensions, the index {dimension}")
+        if not np.isfinite(query).all():
+            raise ValueError("the query vector must not contain NaN or infinity")
+        return self._search(query, [], top_k, scope, rescore, hybrid=False)
+
+    # -- internals: search -------------------------------------------------------------------
+
+    def _search(
+        self,
+        vector: np.ndarray,
+        terms: list[str],
+        top_k: int,
+        scope: Scope,
+        rescore: str | None,
+        hybrid: bool,
+    ) -> list[SearchResult]:
+        fusion = self.settings.fusion
+        with self._lock:
+            if self.count() == 0:
+                return []
+            searcher = self._searcher()
+            depth = max(fusion.candidates, top_k) if hybrid or rescore else top_k
+            try:
+                by_vector = searcher.vector_ranking(vector, depth, scope)
+                if hybrid:
+                    by_text = searcher.lexical_ranking(terms, depth, scope)
+                    fused = fuse(by_vector, by_text, fusion)
+                else:
+                    fused = FusedRanking.from_vector(by_vector)
+            except duckdb.Error as error:  # only user SQL (filter, where) can fail here
+                raise InvalidRankingSQLError(f"where/filter: {first_line(error)}") from error
+            if rescore is not None:
+                fused = self._rescore(fused, rescore)
+            top = fused.head(top_k)
+            chunks = searcher.chunks(top.keys)
+        return [
+            SearchResult(
+                chunk=chunk,
+                score=float(score),
+                vector_rank=int(vector_rank) or None,
+                text_rank=int(text_rank) or None,
+            )
+            for chunk, score, vector_rank, text_rank in zip(
+                chunks, top.scores, top.vector_ranks, top.text_ranks, strict=True
+            )
+        ]
+
+    def _searcher(self) -> Searcher:
+        if not self.settings.memory_index:
+            return SqlSearcher(self._connection, self._dimension())
+        if self._memory is None:
+            self._memory = MemoryIndex.load(self._connection)
+        return self._memory
+
+    def _rescore(self, fused: FusedRanking, expression: str) -> FusedRanking:
+        candidates = pa.table(
+            {
+                "key": fused.keys,
+                "score": fused.scores,
+                "vector_rank": pa.array(fused.vector_ranks, mask=fused.vector_ranks == 0),
+                "text_rank": pa.array(fused.text_ranks, mask=fused.text_ranks == 0),
+            }
+        )
+        self._connection.register("fused_candidates", candidates)
+        try:
+            result = self._execute_user_sql(
+                f"SELECT key, CAST(({expression}) AS DOUBLE) AS score,"
+                " coalesce(vector_rank, 0), coalesce(text_rank, 0)"
+                " FROM fused_candidates JOIN chunks USING (key)"
+                " ORDER BY score DESC NULLS LAST, key",
+                [],
+            ).fetchnumpy()
+        finally:
+            self._connection.unregister("fused_candidates")
+        columns = list(result.values())
+        return FusedRanking(
+            np.asarray(columns[0], dtype=np.int64),
+            np.nan_to_num(np.asarray(columns[1], dtype=np.float64), nan=-np.inf),
+            np.asarray(columns[2], dtype=np.int64),
+            np.asarray(columns[3], dtype=np.int64),
+        )
+
+    def _execute_user_sql(self, sql: str, parameters: list[Any]) -> duckdb.DuckDBPyConnection:
+        try:
+            return self._connection.execute(sql, parameters)
+        except duckdb.Error as error:
+            raise InvalidRankingSQLError(f"ranking SQL failed: {first_line(error)}") from error
+
+    # -- internals: writes -------------------------------------------------------------------
+
+    def _write(
+        self, chunks: list[Chunk], vectors: np.ndarray | None, stamp: datetime | None
+    ) -> WriteStats:
+        self._require_writable()
+        if not chunks:
+            return WriteStats()
+        _check_unique_ids(chunks)
+        metadata_json = [_metadata_json(chunk, index) for index, chunk in enumerate(chunks)]
+        etags = [
+            _etag(chunk, None if vectors is None else vectors[index])
+            for index, chunk in enumerate(chunks)
+        ]
+        stamp = stamp or datetime.now(timezone.utc)
+        with self._lock:
+            existing = self._existing_etags([chunk.chunk_id for chunk in chunks])
+            changed = [
+                i for i, chunk in enumerate(chunks) if existing.get(chunk.chunk_id) != etags[i]
+            ]
+            if vectors is not None:
+                embeddings = vectors[changed]
+            else:
+                texts = [_embedding_text(chunks[i]) for i in changed]
+                embeddings = self._checked_embedder().embed(texts) if texts else None
+            dimension = embeddings.shape[1] if embeddings is not None and len(changed) else None
+            self._check_dimension(dimension)
+            with self._transaction():
+                if dimension is not None:
+                    create_chunks_table(self._connection, dimension)
+                self._replace_changed(chunks, changed, etags, metadata_json, embeddings, stamp)
+                self._restamp_unchanged(chunks, changed, metadata_json, stamp)
+                self._refresh_manifest(dimension)
+        return WriteStats(embedded=len(changed), reused=len(chunks) - len(changed))
+
+    def _existing_etags(self, chunk_ids: list[str]) -> dict[str, str]:
+        if not has_table(self._connection, "chunks"):
+            return {}
+        rows = self._connection.execute(
+            "SELECT chunk_id, etag FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+            [chunk_ids],
+        ).fetchall()
+        return dict(rows)
+
+    def _replace_changed(
+        self,
+        chunks: list[Chunk],
+        changed: list[int],
+        etags: list[str],
+        metadata_json: list[str],
+        embeddings: np.ndarray | None,
+        stamp: datetime,
+    ) -> None:
+        if not changed:
+            return
+        connection = self._connection
+        old = connection.execute(
+            "SELECT key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+            [[chunks[i].chunk_id for i in changed]],
+        ).fetchnumpy()["key"]
+        self._delete_keys(old)
+        first_key = int(scalar(connection, "SELECT coalesce(max(key), 0) + 1 FROM chunks"))
+        keys = np.arange(first_key, first_key + len(changed), dtype=np.int64)
+        rows, postings = _new_rows(
+            [chunks[i] for i in changed],
+            keys,
+            [etags[i] for i in changed],
+            [metadata_json[i] for i in changed],
+            embeddings,
+            stamp,
+        )
+        connection.register("new_chunks", rows)
+        connection.register("new_postings", postings)
+        try:
+            connection.execute(
+                "INSERT INTO chunks (key, chunk_id, text, source, position, title, metadata, etag,"
+                " stamped_at, token_count, embedding) SELECT key, chunk_id, text, source, position,"
+                " title, metadata, etag, stamped_at, token_count, embedding FROM new_chunks"
+            )
+            connection.execute("INSERT INTO postings SELECT term, key, tf FROM new_postings")
+        finally:
+            connection.unregister("new_chunks")
+            connection.unregister("new_postings")
+
+    def _restamp_unchanged(
+        self, chunks: list[Chunk], changed: list[int], metadata_json: list[str], stamp: datetime
+    ) -> None:
+        changed_set = set(changed)
+        same = [i for i in range(len(chunks)) if i not in changed_set]
+        if not same:
+            return
+        updates = pa.table(
+            {
+                "chunk_id": [chunks[i].chunk_id for i in same],
+                "source": [chunks[i].source for i in same],
+                "position": pa.array([chunks[i].position for i in same], type=pa.int32()),
+                "metadata": [metadata_json[i] for i in same],
+            }
+        )
+        self._connection.register("unchanged_chunks", updates)
+        try:
+            self._connection.execute(
+                "UPDATE chunks SET source = u.source, position = u.position,"
+                " metadata = CAST(u.metadata AS JSON), stamped_at = $1"
+                " FROM unchanged_chunks u WHERE chunks.chunk_id = u.chunk_id",
+                [stamp],
+            )
+        finally:
+            self._connection.unregister("unchanged_chunks")
+
+    def _delete_keys(self, keys: np.ndarray) -> None:
+        if len(keys) == 0:
+            return
+        self._memory = None
+        key_list = [int(key) for key in keys]
+        self._connection.execute(
+            "DELETE FROM postings WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list]
+        )
+        self._connection.execute(
+            "DELETE FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list]
+        )
+
+    def _refresh_manifest(self, dimension: int | None) -> None:
+        self._memory = None
+        count, content_hash = content_statistics(self._connection)
+        previous = self.manifest
+        dimension = dimension or (previous.dimension if previous else None)
+        if dimension is None:
+            return  # nothing has ever been written: no dimension to record yet
+        fingerprint = self._embedder.fingerprint() if self._embedder_checked else None
+        fields: dict[str, Any] = {
+            "backend": self.backend,
+            "model_fingerprint": fingerprint or (previous.model_fingerprint if previous else None),
+            "dimension": dimension,
+            "tokenizer": TOKENIZER_NAME,
+            "schema_version": SCHEMA_VERSION,
+            "chunk_count": count,
+            "content_hash": content_hash,
+        }
+        if previous is not None:
+            fields["created_at"] = previous.created_at
+        manifest = Manifest(**fields)
+        write_manifest(self._connection, manifest)
+        self.manifest = manifest
+
+    # -- internals: checks -------------------------------------------------------------------
+
+    def _prepare_schema(self) -> None:
+        try:
+            if self.read_only:
+                check_readable(self._connection)
+            else:
+                migrate(self._connection)
+        except NotAnIndexError as error:
+            raise NotAnIndexError(f"{self.db_path} is not a usable index: {error}") from None
+        except duckdb.Error as error:
+            raise NotAnIndexError(f"{self.db_path} cannot be read: {first_line(error)}") from None
+
+    def _resolve_backend(self, embedder: Embedder | None) -> str:
+        recorded = self.manifest.backend if self.manifest else None
+        if self.manifest is not None and self.manifest.tokenizer != TOKENIZER_NAME:
+            raise IndexMismatchError(
+                f"{self.db_path} was built with tokenizer {self.manifest.tokenizer}, this version "
+                f"uses {TOKENIZER_NAME}; re-index it"
+            )
+        requested = embedder.spec if embedder is not None else self.settings.backend
+        if requested is None:
+            return recorded or DEFAULT_BACKEND
+        requested = str(EmbedderSpec.parse(requested))
+        if recorded is not None and requested != recorded:
+            raise IndexMismatchError(
+                f"{self.db_path} was built with backend {recorded}, not {requested}; "
+                f"use --backend {recorded} (or leave it unset), or re-index with the new backend"
+            )
+        return requested
+
+    def _checked_embedder(self) -> Embedder:
+        embedder = self.embedder
+        if self._embedder_checked or self.manifest is None:
+            self._embedder_checked = True
+            return embedder
+        if embedder.dimension != self.manifest.dimension:
+            raise IndexMismatchError(
+                f"{self.db_path} holds {self.manifest.dimension}-dimensional vectors but "
+                f"{self.backend} makes {embedder.dimension}-dimensional ones; re-index"
+            )
+        recorded, actual = self.manifest.model_fingerprint, embedder.fingerprint()
+        if recorded and actual and recorded != actual:
+            raise IndexMismatchError(
+                f"{self.db_path} was built with other model files for {self.backend} "
+                f"(fingerprint {recorded[:12]}, this model {actual[:12]}); "
+                "use the model it was built with, or re-index"
+            )
+        self._embedder_checked = True
+        return embedder
+
+    def _check_dimension(self, dimension: int | None) -> None:
+        recorded = self.manifest.dimension if self.manifest else None
+        if dimension is not None and recorded is not None and dimension != recorded:
+            raise IndexMismatchError(
+                f"{self.db_path} holds {recorded}-dimensional vectors, not {dimension}"
+            )
+
+    def _dimension(self) -> int:
+        if self.manifest is None:
+            raise NotAnIndexError(f"{self.db_path} has no manifest")
+        return self.manifest.dimension
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(
+                f"{self.db_path} is open read-only; open it with read_only=False to change it"
+            )
+
+    def _transaction(self) -> Transaction:
+        return Transaction(self._connection)
+
+
+def _new_rows(
+    chunks: list[Chunk],
+    keys: np.ndarray,
+    etags: list[str],
+    metadata_json: list[str],
+    embeddings: np.ndarray,
+    stamp: datetime,
+) -> tuple[pa.Table, pa.Table]:
+    """Arrow tables of the chunk rows and their postings, ready for one bulk INSERT each."""
+    token_counts, terms, term_keys, term_frequencies = [], [], [], []
+    for key, chunk in zip(keys, chunks, strict=True):
+        tokens = tokenize(_embedding_text(chunk))
+        token_counts.append(len(tokens))
+        for term, frequency in Counter(tokens).items():
+            terms.append(term)
+            term_keys.append(int(key))
+            term_frequencies.append(frequency)
+    dimension = embeddings.shape[1]
+    flat = pa.array(np.ascontiguousarray(embeddings, dtype=np.float32).ravel())
+    rows = pa.table(
+        {
+            "key": keys,
+            "chunk_id": [chunk.chunk_id for chunk in chunks],
+            "text": [chunk.text for chunk in chunks],
+            "source": [chunk.source for chunk in chunks],
+            "position": pa.array([chunk.position for chunk in chunks], type=pa.int32()),
+            "title": [chunk.title for chunk in chunks],
+            "metadata": metadata_json,
+            "etag": etags,
+            "stamped_at": pa.array([stamp] * len(chunks), type=pa.timestamp("us", tz="UTC")),
+            "token_count": pa.array(token_counts, type=pa.int32()),
+            "embedding": pa.FixedSizeListArray.from_arrays(flat, dimension),
+        }
+    )
+    postings = pa.table(
+        {
+            "term": pa.array(terms, type=pa.string()),
+            "key": pa.array(term_keys, type=pa.int64()),
+            "tf": pa.array(term_frequencies, type=pa.int32()),
+        }
+    )
+    return rows, postings
+
+
+def _embedding_text(chunk: Chunk) -> str:
+    """What gets embedded and tokenized: the title breadcrumb as context, then the text."""
+    return f"{chunk.title}\n\n{chunk.text}" if chunk.title else chunk.text
+
+
+def _etag(chunk: Chunk, vector: np.ndarray | None) -> str:
+    digest = hashlib.sha256()
+    digest.update((chunk.title or "").encode("utf-8", "surrogatepass"))
+    digest.update(b"\x1f")
+    digest.update(chunk.text.encode("utf-8", "surrogatepass"))
+    if vector is not None:
+        digest.update(b"\x1f")
+        digest.update(np.ascontiguousarray(vector, dtype=np.float32).tobytes())
+    return digest.hexdigest()[:32]
+
+
+def _text_id(text: str) -> str:
+    return "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _metadata_json(chunk: Chunk, index: int) -> str:
+    try:
+        return json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"metadata of chunk {index} ({chunk.chunk_id!r}) is not JSON-serialisable: {error}"
+        ) from error
+
+
+def _check_unique_ids(chunks: list[Chunk]) -> None:
+    counts = Counter(chunk.chunk_id for chunk in chunks)
+    duplicates = [chunk_id for chunk_id, count in counts.items() if count > 1]
+    if duplicates:
+        raise ValueError(f"duplicate ids in one write: {duplicates[:5]}")
+    if any(not chunk.chunk_id for chunk in chunks):
+        raise ValueError("chunk ids must be non-empty strings")
+
+
+def _check_top_k(top_k: int) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
+
+
+def _encode_token(chunk_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": chunk_id}).encode()).decode()
+
+
+def _decode_token(token: str) -> str:
+    try:
+        after = json.loads(base64.urlsafe_b64decode(token.encode()))["after"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(
+            "next_token is not valid; pass the token a previous page returned"
+        ) from error
+    if not isinstance(after, str):
+        raise ValueError("next_token is not valid; pass the token a previous page returned")
+    return after

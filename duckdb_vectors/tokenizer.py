@@ -1,0 +1,54 @@
+"""The exact-token tokenizer behind the lexical (BM25) signal.
+
+Deliberately simple and language-independent: no stemming, no stop words, so codes and
+identifiers (``S3``, ``E1234``, ``v2.0``, ``array_cosine_distance``) are matched as written.
+
+- Text is NFKC-normalised and case-folded.
+- A word is a run of letters, digits, combining marks and underscores; single ``.``, ``-`` or
+  ``'`` between word characters join it into one compound token (``v2.0``, ``covid-19``).
+  A compound token is also emitted as its parts, so ``duckdb-vectors`` is found by ``vectors``.
+- Chinese and Japanese are written without spaces: a run of Han or kana characters becomes its
+  single characters plus its character bigrams, so any query word found in a chunk matches it.
+
+The tokenizer's name is stored in the index manifest; an index is only searched with the
+tokenizer that built it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+
+import regex
+
+TOKENIZER_NAME = "exact-v1"
+
+_CJK = r"[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]&&[\p{L}\p{M}]"
+_WORD = rf"[[\p{{L}}\p{{N}}\p{{M}}_]--[{_CJK}]]+"
+_TOKEN = regex.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>{_WORD}(?:[.\-']{_WORD})*)", regex.V1)
+_JOINERS = regex.compile(r"[.\-']")
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into the case-folded tokens that BM25 indexes and queries with."""
+    tokens: list[str] = []
+    normalised = unicodedata.normalize("NFKC", text).casefold()
+    for match in _TOKEN.finditer(normalised):
+        word = match.group("word")
+        if word is not None:
+            tokens.append(word)
+            if _JOINERS.search(word):
+                tokens.extend(part for part in _JOINERS.split(word) if part)
+        else:
+            tokens.extend(_cjk_grams(match.group("cjk")))
+    return tokens
+
+
+def term_frequencies(text: str) -> tuple[Counter[str], int]:
+    """The term counts of ``text`` and its length in tokens (BM25's document length)."""
+    tokens = tokenize(text)
+    return Counter(tokens), len(tokens)
+
+
+def _cjk_grams(run: str) -> list[str]:
+    return list(run) + [run[i : i + 2] for i in range(len(run) - 1)]

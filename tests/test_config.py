@@ -1,0 +1,48 @@
+"""Configuration precedence: constructor argument > DUCKDB_VECTORS_* environment > default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import DEFAULT_BACKEND, STATIC_MODEL
+
+from duckdb_vectors import ReadOnlyError, Settings, VectorStore
+
+
+def test_defaults() -> None:
+    settings = Settings()
+    assert settings.db_path == Path("vectors.duckdb")
+    assert settings.backend is None and settings.read_only is False
+    assert settings.memory_index is True
+
+
+def test_environment_configures_the_store(monkeypatch, tmp_path: Path) -> None:
+    path = tmp_path / "env.duckdb"
+    monkeypatch.setenv("DUCKDB_VECTORS_DB_PATH", str(path))
+    monkeypatch.setenv("DUCKDB_VECTORS_BACKEND", DEFAULT_BACKEND)
+    monkeypatch.setenv("DUCKDB_VECTORS_MODEL_PATH", str(STATIC_MODEL))
+    with VectorStore() as store:
+        store.add_texts(["configured by the environment"])
+    assert path.is_file()
+    monkeypatch.setenv("DUCKDB_VECTORS_READ_ONLY", "true")
+    with VectorStore() as store, pytest.raises(ReadOnlyError):
+        store.add_texts(["nope"])
+
+
+def test_arguments_override_the_environment(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DUCKDB_VECTORS_DB_PATH", str(tmp_path / "from-env.duckdb"))
+    monkeypatch.setenv("DUCKDB_VECTORS_READ_ONLY", "true")
+    with VectorStore(
+        tmp_path / "from-arg.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL, read_only=False
+    ) as store:
+        store.add_texts(["x"])
+    assert (tmp_path / "from-arg.duckdb").is_file()
+    assert not (tmp_path / "from-env.duckdb").exists()
+
+
+def test_fusion_knobs_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("DUCKDB_VECTORS_FUSION_METHOD", "rrf")
+    monkeypatch.setenv("DUCKDB_VECTORS_FUSION_RRF_K", "20")
+    fusion = Settings().fusion
+    assert (fusion.method, fusion.rrf_k) == ("rrf", 20)

@@ -1,0 +1,173 @@
+"""The embedder registry and its backends, on real model files (and a stubbed Bedrock API)."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+import boto3
+import numpy as np
+import pytest
+from botocore.response import StreamingBody
+from botocore.stub import Stubber
+from conftest import DEFAULT_BACKEND, ONNX_MODEL, STATIC_MODEL
+
+from duckdb_vectors import EmbedderError, VectorStore, get_embedder, register_embedder
+from duckdb_vectors.embedders import BaseEmbedder, BedrockEmbedder, fingerprint_directory
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_default_static_model_from_a_local_directory() -> None:
+    embedder = get_embedder(DEFAULT_BACKEND, model_path=STATIC_MODEL)
+    vectors = embedder.embed(["a database", "a database", "a penguin"])
+    assert vectors.shape == (3, 256) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vectors[0], vectors[1])
+    assert embedder.dimension == 256
+    assert embedder.fingerprint() == fingerprint_directory(STATIC_MODEL)
+
+
+def test_onnx_transformer_through_fastembed_and_hf_backends_agree() -> None:
+    texts = ["how do I reset my password", "steps to recover a forgotten password", "banana bread"]
+    by_fastembed = get_embedder(
+        "fastembed:sentence-transformers/all-MiniLM-L6-v2", model_path=ONNX_MODEL
+    ).embed(texts)
+    by_hf = get_embedder("hf:sentence-transformers/all-MiniLM-L6-v2", model_path=ONNX_MODEL)
+    vectors = by_hf.embed(texts)
+    assert vectors.shape == (3, 384)
+    assert np.allclose(vectors, by_fastembed, atol=1e-4)
+    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2]) + 0.2
+
+
+def test_hf_options_are_part_of_the_spec() -> None:
+    embedder = get_embedder(
+        "hf:sentence-transformers/all-MiniLM-L6-v2?pooling=cls", model_path=ONNX_MODEL
+    )
+    assert embedder.spec == "hf:sentence-transformers/all-MiniLM-L6-v2?pooling=cls"
+    assert embedder.embed(["x"]).shape == (1, 384)
+
+
+def test_a_missing_model_offline_fails_fast_with_a_hint(tmp_path: Path) -> None:
+    embedder = get_embedder(DEFAULT_BACKEND, cache_dir=tmp_path / "empty-cache")
+    started = time.monotonic()
+    with pytest.raises(EmbedderError, match="DUCKDB_VECTORS_MODEL_PATH"):
+        embedder.embed(["x"])
+    assert time.monotonic() - started < 10
+
+
+def test_a_model_path_that_is_not_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderError, match="not a directory"):
+        get_embedder(DEFAULT_BACKEND, model_path=tmp_path / "nowhere").embed(["x"])
+
+
+def test_unknown_backend_names_the_known_ones() -> None:
+    with pytest.raises(EmbedderError, match=r"unknown backend 'word2vec:x'.*fastembed"):
+        get_embedder("word2vec:x")
+
+
+def test_hashing_is_deterministic_and_sized() -> None:
+    first = get_embedder("hashing:64").embed(["same text", "other text"])
+    second = get_embedder("hashing:64").embed(["same text", "other text"])
+    assert first.shape == (2, 64) and np.array_equal(first, second)
+    with pytest.raises(EmbedderError, match="dimension"):
+        get_embedder("hashing:wide")
+
+
+class Letters(BaseEmbedder):
+    """A tiny custom backend: counts of the letters a-h."""
+
+    def __init__(self, spec: str) -> None:
+        super().__init__()
+        self.spec = spec
+
+    def embed(self, texts):
+        return np.array([[t.count(c) + 0.01 for c in "abcdefgh"] for t in texts], dtype=np.float32)
+
+
+def test_register_embedder_adds_a_backend_without_touching_the_core(db_path: Path) -> None:
+    register_embedder("letters", lambda spec: Letters(str(spec)))
+    with VectorStore(db_path, backend="letters") as store:
+        store.add_texts(["aaaa", "hhhh"], ids=["a", "h"])
+        assert store.query("aaa", top_k=1, hybrid=False)[0].chunk.chunk_id == "a"
+        assert store.manifest.backend == "letters" and store.manifest.dimension == 8
+
+
+def stubbed_bedrock(
+    vectors: list[list[float]], dimensions: int = 256
+) -> tuple[BedrockEmbedder, Stubber]:
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    stubber = Stubber(client)
+    for vector in vectors:
+        body = json.dumps({"embedding": vector, "inputTextTokenCount": 3}).encode()
+        stubber.add_response(
+            "invoke_model",
+            {"body": StreamingBody(io.BytesIO(body), len(body)), "contentType": "application/json"},
+            {
+                "modelId": "amazon.titan-embed-text-v2:0",
+                "body": StubAnyJson(dimensions),
+                "contentType": "application/json",
+                "accept": "application/json",
+            },
+        )
+    stubber.activate()
+    return BedrockEmbedder("amazon.titan-embed-text-v2:0", dimensions, client=client), stubber
+
+
+class StubAnyJson:
+    """Matches a request body that asks Titan for ``dimensions`` normalised floats."""
+
+    def __init__(self, dimensions: int) -> None:
+        self.dimensions = dimensions
+
+    def __eq__(self, body: object) -> bool:
+        request = json.loads(body)  # type: ignore[arg-type]
+        return request["dimensions"] == self.dimensions and request["normalize"] is True
+
+    def __repr__(self) -> str:
+        return f"<titan request for {self.dimensions} dimensions>"
+
+
+def test_bedrock_titan_request_and_response_through_botocore() -> None:
+    embedder, stubber = stubbed_bedrock([[0.1] * 256, [0.2] * 256])
+    vectors = embedder.embed(["first", "second"])
+    assert vectors.shape == (2, 256)
+    assert vectors[1][0] == pytest.approx(0.2)
+    stubber.assert_no_pending_responses()
+
+
+def test_bedrock_service_errors_become_one_line_errors() -> None:
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+    )
+    stubber = Stubber(client)
+    stubber.add_client_error("invoke_model", "AccessDeniedException", "not allowed to invoke")
+    stubber.activate()
+    with pytest.raises(EmbedderError, match=r"AccessDeniedException.*not allowed"):
+        BedrockEmbedder("amazon.titan-embed-text-v2:0", 256, client=client).embed(["x"])
+
+
+def test_bedrock_spec_parsing() -> None:
+    embedder = get_embedder("bedrock:titan?dimensions=512&region=eu-west-1")
+    assert embedder.model_id == "amazon.titan-embed-text-v2:0"
+    assert embedder.dimension == 512
+    assert embedder.spec == "bedrock:titan?dimensions=512&region=eu-west-1"
+
+
+def test_a_store_embeds_through_bedrock(db_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(3, 256)).tolist()
+    embedder, _ = stubbed_bedrock([vectors[0], vectors[1], vectors[0]])
+    with VectorStore(db_path, embedder=embedder) as store:
+        store.add_texts(["alpha", "beta"], ids=["a", "b"])
+        assert store.query("alpha", top_k=1, hybrid=False)[0].chunk.chunk_id == "a"
+        assert store.manifest.backend == "bedrock:amazon.titan-embed-text-v2:0"

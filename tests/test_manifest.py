@@ -1,0 +1,146 @@
+"""The manifest records what built an index; a mismatching model is refused, never misused."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from conftest import DEFAULT_BACKEND, STATIC_MODEL
+
+from duckdb_vectors import IndexMismatchError, NotAnIndexError, VectorStore
+from duckdb_vectors.embedders import BaseEmbedder, fingerprint_directory
+
+
+def build(path: Path, texts: list[str], **options) -> VectorStore:
+    store = VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL, **options)
+    store.add_texts(texts, ids=[f"id{i}" for i in range(len(texts))])
+    return store
+
+
+def test_manifest_records_model_dimension_versions_and_content(db_path: Path) -> None:
+    with build(db_path, ["one", "two", "three"]) as store:
+        manifest = store.manifest
+    assert manifest.backend == DEFAULT_BACKEND
+    assert manifest.dimension == 256
+    assert manifest.model_fingerprint == fingerprint_directory(STATIC_MODEL)
+    assert manifest.chunk_count == 3
+    assert len(manifest.content_hash) == 64
+    assert manifest.duckdb_version == duckdb.__version__
+    assert manifest.tokenizer == "exact-v1"
+    assert manifest.built_at >= manifest.created_at
+
+
+def test_manifest_is_read_without_loading_a_model(db_path: Path, tmp_path: Path) -> None:
+    build(db_path, ["one"]).close()
+    # No model path and an empty cache: any attempt to load the model would fail.
+    with VectorStore(db_path, read_only=True, cache_dir=tmp_path / "empty") as store:
+        assert store.manifest.chunk_count == 1
+        assert store.count() == 1 and store.sources() == {"": 1}
+
+
+def test_content_hash_depends_on_content_not_on_order_or_time(tmp_path: Path) -> None:
+    with build(tmp_path / "a.duckdb", ["x", "y"]) as first:
+        first_hash = first.manifest.content_hash
+    with VectorStore(tmp_path / "b.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as second:
+        second.add_texts(["y"], ids=["id1"])
+        second.add_texts(["x"], ids=["id0"])
+        assert second.manifest.content_hash == first_hash
+        second.add_texts(["z"], ids=["id0"])
+        assert second.manifest.content_hash != first_hash
+
+
+def test_manifest_follows_deletes(db_path: Path) -> None:
+    with build(db_path, ["x", "y"]) as store:
+        store.delete_vectors(["id0"])
+        assert store.manifest.chunk_count == 1
+    with VectorStore(db_path, read_only=True) as reopened:
+        assert reopened.manifest.chunk_count == 1
+
+
+def test_backend_defaults_to_the_one_the_index_was_built_with(db_path: Path) -> None:
+    build(db_path, ["x"]).close()
+    with VectorStore(db_path, model_path=STATIC_MODEL, read_only=True) as store:
+        assert store.backend == DEFAULT_BACKEND
+        assert store.query("x")[0].chunk.text == "x"
+
+
+def test_another_backend_is_refused_at_open(db_path: Path) -> None:
+    build(db_path, ["x"]).close()
+    with pytest.raises(
+        IndexMismatchError, match=f"built with backend {DEFAULT_BACKEND}, not hashing"
+    ):
+        VectorStore(db_path, backend="hashing", read_only=True)
+
+
+def test_other_model_files_under_the_same_name_are_refused(db_path: Path, tmp_path: Path) -> None:
+    build(db_path, ["x"]).close()
+    altered = tmp_path / "altered-model"
+    shutil.copytree(STATIC_MODEL, altered)
+    config = altered / "config.json"
+    config.write_text(config.read_text().rstrip().rstrip("}") + ', "altered": true}')
+    with (
+        VectorStore(db_path, model_path=altered, read_only=True) as store,
+        pytest.raises(IndexMismatchError, match="other model files"),
+    ):
+        store.query("x")
+
+
+class Fixed(BaseEmbedder):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.spec = "fixed"
+        self._dimension = width
+
+    def embed(self, texts):
+        return np.ones((len(texts), self._dimension), dtype=np.float32)
+
+
+def test_a_dimension_mismatch_is_refused(db_path: Path) -> None:
+    with VectorStore(db_path, embedder=Fixed(8)) as store:
+        store.add_texts(["x"])
+    with VectorStore(db_path, embedder=Fixed(16)) as store:
+        with pytest.raises(IndexMismatchError, match="8-dimensional vectors but fixed makes 16"):
+            store.query("x")
+        with pytest.raises(IndexMismatchError):
+            store.add_texts(["y"])
+        assert store.count() == 1
+
+
+def test_migrations_are_recorded_once(db_path: Path) -> None:
+    build(db_path, ["x"]).close()
+    VectorStore(db_path, model_path=STATIC_MODEL).close()
+    with duckdb.connect(str(db_path), read_only=True) as connection:
+        assert connection.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
+
+
+def test_a_newer_schema_is_refused(db_path: Path) -> None:
+    build(db_path, ["x"]).close()
+    with duckdb.connect(str(db_path)) as connection:
+        connection.execute("INSERT INTO schema_migrations VALUES (99, 'from the future', now())")
+    with pytest.raises(NotAnIndexError, match="newer than this duckdb-vectors"):
+        VectorStore(db_path)
+    with pytest.raises(NotAnIndexError, match="schema version is 99"):
+        VectorStore(db_path, read_only=True)
+
+
+def test_an_interrupted_write_leaves_the_index_as_it_was(db_path: Path) -> None:
+    store = build(db_path, ["kept text"])
+    before = store.manifest.content_hash
+
+    class Boom(Exception):
+        pass
+
+    def explode(*_args):
+        raise Boom
+
+    store._restamp_unchanged = explode  # fail inside the transaction, after the inserts
+    with pytest.raises(Boom):
+        store.add_texts(["kept text", "new text"], ids=["id0", "id1"])
+    store.close()
+    with VectorStore(db_path, model_path=STATIC_MODEL, read_only=True) as reopened:
+        assert reopened.count() == 1
+        assert reopened.manifest.content_hash == before
+        assert reopened.query("kept")[0].chunk.text == "kept text"

@@ -1,0 +1,237 @@
+"""How a search is answered: exact vector ranking, exact-token BM25, fusion, scoping."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import pytest
+from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
+
+from duckdb_vectors import FusionSettings, InvalidRankingSQLError, VectorStore
+from duckdb_vectors.memory_index import MemoryIndex
+from duckdb_vectors.search import Ranking, Scope, SqlSearcher, fuse
+from duckdb_vectors.tokenizer import tokenize
+
+SCIFACT = EVALDATA / "ir" / "scifact"
+
+
+def scifact_documents(limit: int) -> list[dict[str, str]]:
+    with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt") as handle:
+        return [json.loads(line) for _, line in zip(range(limit), handle, strict=False)]
+
+
+@pytest.fixture(scope="module")
+def scifact_store(tmp_path_factory: pytest.TempPathFactory) -> VectorStore:
+    """600 real SciFact abstracts, each with a year in its metadata."""
+    path = tmp_path_factory.mktemp("scifact") / "scifact.duckdb"
+    documents = scifact_documents(600)
+    store = VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL)
+    store.add_texts(
+        ids=[d["_id"] for d in documents],
+        texts=[d["text"] for d in documents],
+        titles=[d["title"] for d in documents],
+        metadatas=[{"year": 2000 + i % 25, "odd": i % 2 == 1} for i in range(len(documents))],
+    )
+    return store
+
+
+QUERIES = [
+    "vitamin D deficiency and cancer risk",
+    "mitochondrial DNA mutations",
+    "the role of T cells in autoimmune disease",
+    "COVID-19",
+    "p53",
+]
+
+
+def searchers(store: VectorStore) -> tuple[MemoryIndex, SqlSearcher]:
+    return MemoryIndex.load(store._connection), SqlSearcher(store._connection, 256)
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        Scope(),
+        Scope(filter={"odd": True}),
+        Scope(where="json_extract(metadata, '$.year')::INT < 2010"),
+    ],
+)
+def test_memory_and_sql_searchers_rank_identically(scifact_store: VectorStore, scope) -> None:
+    memory, sql = searchers(scifact_store)
+    for query in QUERIES:
+        vector = scifact_store.embedder.embed_query([query])[0]
+        terms = tokenize(query)
+        for rank in ("vector_ranking", "lexical_ranking"):
+            argument = vector if rank == "vector_ranking" else terms
+            from_memory = getattr(memory, rank)(argument, 20, scope)
+            from_sql = getattr(sql, rank)(argument, 20, scope)
+            assert list(from_memory.keys) == list(from_sql.keys), (query, rank)
+            assert np.allclose(from_memory.scores, from_sql.scores, rtol=1e-4, atol=1e-5)
+
+
+def test_vector_ranking_is_exact_brute_force(scifact_store: VectorStore) -> None:
+    stored = scifact_store.list_vectors(limit=1000, return_data=True).vectors
+    matrix = np.array([chunk.embedding for chunk in stored], dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    query = scifact_store.embedder.embed_query(["vitamin D deficiency"])[0]
+    expected = [stored[i].chunk_id for i in np.argsort(-(matrix @ query))[:25]]
+    hits = scifact_store.query_vectors(query, top_k=25)
+    assert [hit.chunk.chunk_id for hit in hits] == expected
+
+
+def test_bm25_scores_agree_with_bm25s_on_the_same_tokens(scifact_store: VectorStore) -> None:
+    documents = scifact_documents(600)
+    corpus = [tokenize(f"{d['title']}\n\n{d['text']}") for d in documents]
+    reference = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+    reference.index(corpus, show_progress=False)
+    memory, sql = searchers(scifact_store)
+    id_of_key = dict(
+        scifact_store._connection.execute("SELECT key, chunk_id FROM chunks").fetchall()
+    )
+    position = {d["_id"]: i for i, d in enumerate(documents)}
+    for query in QUERIES:
+        terms = list(dict.fromkeys(tokenize(query)))
+        expected = reference.get_scores(terms)
+        for searcher in (memory, sql):
+            ranking = searcher.lexical_ranking(terms, 50, Scope())
+            assert len(ranking) > 0
+            got = np.array([expected[position[id_of_key[int(k)]]] for k in ranking.keys])
+            assert np.allclose(ranking.scores, got, rtol=1e-4), query
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("E1234", "doc:2"),
+        ("S3", "doc:2"),
+        ("v2.0", "doc:3"),
+        ("array_cosine_distance", "doc:3"),
+        ("Москва", "doc:4"),
+        ("Αθήνα", "doc:5"),
+        ("首都", "doc:6"),  # Chinese has no spaces: the word is found inside the sentence
+        ("政治", "doc:6"),
+        ("データベース", "doc:7"),
+    ],
+)
+def test_exact_tokens_and_non_latin_words_are_found(filled_store, query, expected) -> None:
+    hits = filled_store.query(query, top_k=3)
+    lexical = [hit for hit in hits if hit.text_rank == 1]
+    assert lexical and lexical[0].chunk.chunk_id == expected
+
+
+def test_filter_scopes_results(filled_store: VectorStore) -> None:
+    hits = filled_store.query("database", top_k=10, filter={"kind": "intro"})
+    assert {hit.chunk.chunk_id for hit in hits} == {"doc:0", "doc:1"}
+    hits = filled_store.query("database", top_k=10, filter={"year": {"$gte": 2023}})
+    assert {hit.chunk.metadata["year"] for hit in hits} <= {2023, 2024, 2025}
+    hits = filled_store.query("database", top_k=10, filter={"tags": {"$in": ["n3", "n5"]}})
+    assert {hit.chunk.chunk_id for hit in hits} == {"doc:3", "doc:5"}
+
+
+def test_where_scopes_candidates_with_sql(filled_store: VectorStore) -> None:
+    hits = filled_store.query("database", top_k=10, where="source = 'docs/0.md'")
+    assert {hit.chunk.chunk_id for hit in hits} == {"doc:0", "doc:1"}
+
+
+def test_rescore_reweights_the_fused_score(filled_store: VectorStore) -> None:
+    plain = filled_store.query("database", top_k=3)
+    boosted = filled_store.query(
+        "database",
+        top_k=3,
+        rescore="score * CASE WHEN chunk_id = 'doc:7' THEN 100 ELSE 1 END",
+    )
+    assert boosted[0].chunk.chunk_id == "doc:7"
+    assert plain[0].chunk.chunk_id != "doc:7"
+
+
+def test_rescore_decays_by_age_from_metadata(filled_store: VectorStore) -> None:
+    newest_first = filled_store.query(
+        "database",
+        top_k=8,
+        rescore="score * exp(-(2026 - CAST(metadata->>'$.year' AS INTEGER)) / 2.0)",
+    )
+    years = [hit.chunk.metadata["year"] for hit in newest_first[:3]]
+    assert max(years) >= 2024
+
+
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "1); DROP TABLE chunks; --",
+        "true; DELETE FROM chunks",
+        "(SELECT count(*) FROM read_csv('/etc/passwd')) > 0",
+        "(SELECT 1 FROM query('DROP TABLE chunks')) = 1",
+        "text = 'a' /* comment */",
+        "score +",
+    ],
+)
+def test_injected_sql_that_is_not_one_expression_is_refused(filled_store, fragment) -> None:
+    with pytest.raises(InvalidRankingSQLError):
+        filled_store.query("database", where=fragment)
+    with pytest.raises(InvalidRankingSQLError):
+        filled_store.query("database", rescore=fragment)
+    assert filled_store.count() == 8
+
+
+def test_ranking_sql_cannot_reach_files(filled_store: VectorStore) -> None:
+    with pytest.raises(InvalidRankingSQLError):
+        filled_store.query("database", where="length(read_text('/etc/passwd')) > 0")
+
+
+def test_ranking_sql_errors_are_one_line(filled_store: VectorStore) -> None:
+    with pytest.raises(InvalidRankingSQLError, match="no_such_column") as caught:
+        filled_store.query("database", where="no_such_column = 1")
+    assert "\n" not in str(caught.value)
+
+
+def test_sql_and_memory_paths_give_the_same_results_through_the_store(db_path: Path) -> None:
+    documents = scifact_documents(200)
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts([d["text"] for d in documents], ids=[d["_id"] for d in documents])
+    answers = []
+    for memory_index in (True, False):
+        with VectorStore(
+            db_path, model_path=STATIC_MODEL, read_only=True, memory_index=memory_index
+        ) as store:
+            answers.append(
+                [
+                    (h.chunk.chunk_id, h.vector_rank, h.text_rank)
+                    for query in QUERIES
+                    for h in store.query(query, top_k=10)
+                ]
+            )
+    assert answers[0] == answers[1]
+
+
+def test_rrf_puts_agreement_first_and_reports_ranks() -> None:
+    vector = Ranking(np.array([1, 2, 3]), np.array([0.9, 0.8, 0.7]))
+    lexical = Ranking(np.array([3, 4]), np.array([7.0, 2.0]))
+    fused = fuse(vector, lexical, FusionSettings(method="rrf", rrf_k=60, lexical_weight=0.5))
+    assert fused.keys[0] == 3  # the only chunk both signals returned
+    assert dict(zip(fused.keys, fused.vector_ranks, strict=True)) == {1: 1, 2: 2, 3: 3, 4: 0}
+    assert dict(zip(fused.keys, fused.text_ranks, strict=True)) == {1: 0, 2: 0, 3: 1, 4: 2}
+    assert fused.scores[0] == pytest.approx(0.5 / 63 + 0.5 / 61)
+
+
+def test_convex_fusion_normalises_each_signal() -> None:
+    vector = Ranking(np.array([1, 2]), np.array([0.9, 0.5]))
+    lexical = Ranking(np.array([2, 3]), np.array([10.0, 4.0]))
+    fused = fuse(vector, lexical, FusionSettings(method="convex", lexical_weight=0.5))
+    scores = dict(zip(fused.keys, fused.scores, strict=True))
+    assert scores == pytest.approx({1: 0.5, 2: 0.5, 3: 0.0})
+
+
+def test_lexical_weight_zero_is_vector_order(scifact_store: VectorStore) -> None:
+    vector_only = [
+        h.chunk.chunk_id for h in scifact_store.query("p53 tumour", top_k=5, hybrid=False)
+    ]
+    scifact_store.settings.fusion = FusionSettings(lexical_weight=0.0)
+    try:
+        fused = [h.chunk.chunk_id for h in scifact_store.query("p53 tumour", top_k=5)]
+    finally:
+        scifact_store.settings.fusion = FusionSettings()
+    assert fused == vector_only

@@ -1,0 +1,217 @@
+"""The VectorStore SDK, used the way the README shows it, on real DuckDB files."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import DEFAULT_BACKEND, INTRO_TEXTS, STATIC_MODEL
+
+from duckdb_vectors import (
+    DuckDBVectorsError,
+    NotAnIndexError,
+    ReadOnlyError,
+    SearchResult,
+    VectorStore,
+)
+
+
+def test_the_readme_walkthrough(db_path: Path) -> None:
+    store = VectorStore(db_path=db_path, backend=DEFAULT_BACKEND, model_path=STATIC_MODEL)
+    ids = store.add_texts(
+        ids=["doc:0", "doc:1"],
+        texts=["an in-process analytical database", "vectors capture similarity"],
+        metadatas=[{"kind": "intro"}, {"kind": "intro"}],
+    )
+    assert ids == ["doc:0", "doc:1"]
+
+    hits = store.query("embedded database", top_k=3)
+    assert [hit.chunk.chunk_id for hit in hits] == ["doc:0", "doc:1"]
+    assert hits[0].score >= hits[1].score
+    assert hits[0].vector_rank == 1 and hits[0].text_rank == 1  # "database" matches lexically
+    assert hits[1].text_rank is None  # no query word in it
+
+    vector_only = store.query("embedded database", top_k=3, hybrid=False)
+    assert all(hit.text_rank is None for hit in vector_only)
+    vector = store.embedder.embed(["embedded database"])[0]
+    by_vector = store.query_vectors(vector, top_k=3)
+    assert [h.chunk.chunk_id for h in by_vector] == [h.chunk.chunk_id for h in vector_only]
+
+    assert store.get_vectors(["doc:0"])[0].metadata == {"kind": "intro"}
+    assert len(store.list_vectors(limit=10)) == 2
+    assert store.count() == 2
+    assert store.delete_vectors(["doc:1"]) == 1
+    assert store.count() == 1
+    store.close()
+    assert not Path(f"{db_path}.wal").exists()
+
+
+def test_results_are_pydantic_models_with_chunk_fields(filled_store: VectorStore) -> None:
+    hit = filled_store.query("analytical database", top_k=1)[0]
+    assert isinstance(hit, SearchResult)
+    assert hit.chunk.source == "docs/0.md"
+    assert hit.chunk.etag and hit.chunk.stamped_at is not None
+    assert hit.model_dump()["chunk"]["chunk_id"] == "doc:0"
+
+
+def test_upserting_the_same_id_replaces_the_chunk(filled_store: VectorStore) -> None:
+    filled_store.add_texts(ids=["doc:0"], texts=["completely new words about penguins"])
+    assert filled_store.count() == len(INTRO_TEXTS)
+    assert filled_store.get_vectors(["doc:0"])[0].text == "completely new words about penguins"
+    assert filled_store.query("penguins", top_k=1)[0].chunk.chunk_id == "doc:0"
+    assert filled_store.query("analytical", top_k=1)[0].chunk.chunk_id != "doc:0"
+
+
+def test_unchanged_text_is_not_embedded_again(store: VectorStore) -> None:
+    chunks = dict(ids=["a", "b"], texts=["first text", "second text"])
+    store.add_texts(**chunks)
+    from duckdb_vectors import Chunk
+
+    again = store.add_chunks(
+        [
+            Chunk(chunk_id="a", text="first text", metadata={"v": 2}),
+            Chunk(chunk_id="b", text="changed text"),
+        ]
+    )
+    assert (again.embedded, again.reused) == (1, 1)
+    assert store.get_vectors(["a"])[0].metadata == {"v": 2}  # metadata still updated
+
+
+def test_ids_default_to_a_hash_of_the_text(store: VectorStore) -> None:
+    first = store.add_texts(["same words"])
+    second = store.add_texts(["same words"])
+    assert first == second and store.count() == 1
+
+
+def test_get_vectors_keeps_the_order_asked_and_skips_missing(filled_store: VectorStore) -> None:
+    chunks = filled_store.get_vectors(["doc:3", "missing", "doc:1"], return_data=True)
+    assert [c.chunk_id for c in chunks] == ["doc:3", "doc:1"]
+    assert len(chunks[0].embedding) == 256
+
+
+def test_list_vectors_pages_with_a_token(filled_store: VectorStore) -> None:
+    seen, token = [], None
+    while True:
+        page = filled_store.list_vectors(limit=3, next_token=token)
+        seen.extend(chunk.chunk_id for chunk in page)
+        token = page.next_token
+        if token is None:
+            break
+    assert seen == sorted(f"doc:{i}" for i in range(len(INTRO_TEXTS)))
+    with pytest.raises(ValueError, match="next_token is not valid"):
+        filled_store.list_vectors(next_token="garbage!")
+
+
+def test_put_vectors_in_s3_vectors_shape(store: VectorStore) -> None:
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(3, 256)).astype(np.float32)
+    store.put_vectors(
+        [
+            {"key": f"v{i}", "data": {"float32": data[i].tolist()}, "metadata": {"i": i}}
+            for i in range(3)
+        ]
+    )
+    hits = store.query_vectors(data[1], top_k=3)
+    assert hits[0].chunk.chunk_id == "v1"
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    stored = store.get_vectors(["v2"], return_data=True)[0]
+    assert np.allclose(stored.embedding, data[2])
+    with pytest.raises(ValueError, match="same length"):
+        store.put_vectors(
+            [
+                {"key": "x", "data": {"float32": [1.0]}},
+                {"key": "y", "data": {"float32": [1.0, 2.0]}},
+            ]
+        )
+    with pytest.raises(DuckDBVectorsError, match="256-dimensional"):
+        store.put_vectors([{"key": "x", "data": {"float32": [1.0, 2.0]}}])
+
+
+def test_delete_where_by_filter(filled_store: VectorStore) -> None:
+    assert filled_store.delete_where(filter={"kind": "intro"}) == 2
+    assert filled_store.count() == len(INTRO_TEXTS) - 2
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_read_only_refuses_every_write_and_leaves_the_file_unchanged(db_path: Path) -> None:
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(["a frozen text"], ids=["x"])
+    before = _file_digest(db_path)
+    with VectorStore(db_path, model_path=STATIC_MODEL, read_only=True) as frozen:
+        for write in (
+            lambda: frozen.add_texts(["more"]),
+            lambda: frozen.put_vectors([{"key": "k", "data": {"float32": [0.0] * 256}}]),
+            lambda: frozen.delete_vectors(["x"]),
+            lambda: frozen.delete_where(filter={"a": 1}),
+        ):
+            with pytest.raises(ReadOnlyError, match="open read-only"):
+                write()
+        assert frozen.query("frozen", top_k=1)[0].chunk.chunk_id == "x"
+    assert _file_digest(db_path) == before
+
+
+def test_several_read_only_stores_share_a_file(db_path: Path) -> None:
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(INTRO_TEXTS)
+    readers = [VectorStore(db_path, model_path=STATIC_MODEL, read_only=True) for _ in range(3)]
+    answers = {tuple(h.chunk.chunk_id for h in r.query("database", top_k=3)) for r in readers}
+    assert len(answers) == 1
+    for reader in readers:
+        reader.close()
+
+
+def test_opening_a_missing_file_read_only_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(NotAnIndexError, match="does not exist"):
+        VectorStore(tmp_path / "nope.duckdb", read_only=True)
+
+
+def test_a_file_that_is_not_duckdb_is_refused(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.duckdb"
+    bogus.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(NotAnIndexError, match=r"bogus\.duckdb"):
+        VectorStore(bogus, read_only=True)
+
+
+def test_a_duckdb_file_that_is_not_an_index_is_refused(tmp_path: Path) -> None:
+    import duckdb
+
+    other = tmp_path / "other.duckdb"
+    with duckdb.connect(str(other)) as connection:
+        connection.execute("CREATE TABLE sales (amount INTEGER)")
+    with pytest.raises(NotAnIndexError, match="not a usable index"):
+        VectorStore(other)
+
+
+@pytest.mark.parametrize("top_k", [0, -1, 10**9, 2.5, True])
+def test_top_k_out_of_range_is_refused(filled_store: VectorStore, top_k: object) -> None:
+    with pytest.raises(ValueError, match="top_k must be an integer"):
+        filled_store.query("database", top_k=top_k)  # type: ignore[arg-type]
+
+
+def test_bad_write_arguments_are_clear(store: VectorStore) -> None:
+    with pytest.raises(ValueError, match="ids has 1 items but texts has 2"):
+        store.add_texts(["a", "b"], ids=["x"])
+    with pytest.raises(ValueError, match="duplicate ids"):
+        store.add_texts(["a", "b"], ids=["x", "x"])
+    with pytest.raises(ValueError, match="not JSON-serialisable"):
+        store.add_texts(["a"], metadatas=[{"when": object()}])
+    with pytest.raises(ValueError, match="non-empty string"):
+        store.query("   ")
+    assert store.count() == 0
+
+
+def test_an_empty_index_answers_with_no_results(store: VectorStore) -> None:
+    assert store.query("anything") == []
+    assert store.list_vectors().vectors == []
+    assert store.count() == 0
+
+
+def test_in_memory_store(tmp_path: Path) -> None:
+    with VectorStore(":memory:", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(["ephemeral text"])
+        assert store.query("ephemeral")[0].chunk.text == "ephemeral text"
