@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 SHARED ?= ../shared
 BIN := $(VENV)/bin
+PY_SOURCES := duckdb_vectors tests examples $(wildcard bench)
 # Offline machines (CI here) load the model from a local folder; with network it downloads.
 LOCAL_MODEL := $(wildcard $(SHARED)/models/static-256-wordllama)
 MODEL_PATH ?= $(LOCAL_MODEL)
@@ -26,12 +27,12 @@ test: install
 	HF_HUB_OFFLINE=1 DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest
 
 lint: install
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(BIN)/ruff check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES)
 
 format: install
-	$(BIN)/ruff format .
-	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format $(PY_SOURCES)
+	$(BIN)/ruff check --fix $(PY_SOURCES)
 
 bench: install
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/query_latency.py --quick
