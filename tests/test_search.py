@@ -13,7 +13,7 @@ from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
 
 from duckdb_vectors import FusionSettings, InvalidRankingSQLError, VectorStore
 from duckdb_vectors.memory_index import MemoryIndex
-from duckdb_vectors.search import Ranking, Scope, SqlSearcher, fuse
+from duckdb_vectors.search import BM25_B, BM25_K1, Ranking, Scope, SqlSearcher, fuse
 from duckdb_vectors.tokenizer import tokenize
 
 SCIFACT = EVALDATA / "ir" / "scifact"
@@ -86,7 +86,7 @@ def test_vector_ranking_is_exact_brute_force(scifact_store: VectorStore) -> None
 def test_bm25_scores_agree_with_bm25s_on_the_same_tokens(scifact_store: VectorStore) -> None:
     documents = scifact_documents(600)
     corpus = [tokenize(f"{d['title']}\n\n{d['text']}") for d in documents]
-    reference = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+    reference = bm25s.BM25(method="lucene", k1=BM25_K1, b=BM25_B)
     reference.index(corpus, show_progress=False)
     memory, sql = searchers(scifact_store)
     id_of_key = dict(
@@ -217,12 +217,14 @@ def test_rrf_puts_agreement_first_and_reports_ranks() -> None:
     assert fused.scores[0] == pytest.approx(0.5 / 63 + 0.5 / 61)
 
 
-def test_convex_fusion_normalises_each_signal() -> None:
-    vector = Ranking(np.array([1, 2]), np.array([0.9, 0.5]))
+def test_relative_score_fusion_divides_each_signal_by_its_best() -> None:
+    vector = Ranking(np.array([1, 2]), np.array([0.8, 0.4]))
     lexical = Ranking(np.array([2, 3]), np.array([10.0, 4.0]))
-    fused = fuse(vector, lexical, FusionSettings(method="convex", lexical_weight=0.5))
+    fused = fuse(vector, lexical, FusionSettings(method="relative", lexical_weight=0.5))
     scores = dict(zip(fused.keys, fused.scores, strict=True))
-    assert scores == pytest.approx({1: 0.5, 2: 0.5, 3: 0.0})
+    # chunk 1: vector 1.0, text missing -> text's lowest (0.4); chunk 3: vector missing -> 0.5
+    assert scores == pytest.approx({1: 0.7, 2: 0.75, 3: 0.45})
+    assert list(fused.keys) == [2, 1, 3]
 
 
 def test_lexical_weight_zero_is_vector_order(scifact_store: VectorStore) -> None:

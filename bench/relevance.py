@@ -1,0 +1,112 @@
+"""Relevance of vector-only, BM25-only and hybrid search on real evaluation sets.
+
+BEIR SciFact (train judgments; chunk = title + text) and the XQuAD-R paragraphs in five
+languages (same-language queries), embedded with the static model in ../shared/models.
+
+    python bench/relevance.py                              # the library defaults
+    python bench/relevance.py --method rrf --weight 0.5    # another fusion
+
+Writes bench/out/relevance.json and prints a Markdown table of nDCG@10 and Recall@100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from duckdb_vectors import FusionSettings, VectorStore
+from duckdb_vectors.evaluation import evaluate, load_qrels, load_queries
+
+HERE = Path(__file__).resolve().parent
+SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", HERE.parent.parent / "shared"))
+IR = SHARED / "evaldata" / "ir"
+STATIC_MODEL = SHARED / "models" / "static-256-wordllama"
+BACKEND = "fastembed:minishlab/potion-multilingual-128M"
+DATASETS = {
+    "scifact": (IR / "scifact", "train"),
+    **{
+        f"xquad-{lang}": (IR / "xquad-r-paragraphs" / lang, "test")
+        for lang in ("en", "de", "es", "ru", "zh")
+    },
+}
+
+
+def build(folder: Path, path: Path, fusion: FusionSettings) -> VectorStore:
+    with gzip.open(folder / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
+        documents = [json.loads(line) for line in handle]
+    store = VectorStore(path, BACKEND, model_path=STATIC_MODEL, fusion=fusion)
+    store.add_texts(
+        [f"{d.get('title') or ''}\n{d['text']}".strip() for d in documents],
+        ids=[str(d["_id"]) for d in documents],
+    )
+    return store
+
+
+def run(names: list[str], fusion: FusionSettings) -> dict[str, dict[str, dict]]:
+    results = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in names:
+            folder, split = DATASETS[name]
+            store = build(folder, Path(scratch) / f"{name}.duckdb", fusion)
+            reports = evaluate(
+                store,
+                load_queries(folder / "queries.jsonl"),
+                load_qrels(folder / "qrels" / f"{split}.tsv"),
+            )
+            store.close()
+            results[name] = {mode: asdict(report) for mode, report in reports.items()}
+            print(
+                name, {m: round(r["ndcg_at_10"], 4) for m, r in results[name].items()}, flush=True
+            )
+    return results
+
+
+def table(results: dict[str, dict[str, dict]]) -> str:
+    lines = [
+        "| dataset | vector nDCG@10 | BM25 nDCG@10 | hybrid nDCG@10 | vector R@100 | BM25 R@100"
+        " | hybrid R@100 | hybrid p50 ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, modes in results.items():
+        ndcg = [modes[m]["ndcg_at_10"] for m in ("vector", "text", "hybrid")]
+        recall = [modes[m]["recall_at_100"] for m in ("vector", "text", "hybrid")]
+        cells = [f"{value:.3f}" for value in ndcg + recall]
+        mark = " ✓" if ndcg[2] >= max(ndcg[:2]) else " ✗"
+        cells[2] += mark
+        cells.append(f"{modes['hybrid']['latency_ms']['p50']:.2f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    defaults = FusionSettings()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="*", default=list(DATASETS), choices=list(DATASETS))
+    parser.add_argument("--method", default=defaults.method, choices=["rrf", "convex"])
+    parser.add_argument("--weight", type=float, default=defaults.lexical_weight)
+    parser.add_argument("--rrf-k", type=int, default=defaults.rrf_k)
+    parser.add_argument("--candidates", type=int, default=defaults.candidates)
+    parser.add_argument("--out", type=Path, default=HERE / "out" / "relevance.json")
+    arguments = parser.parse_args()
+    fusion = FusionSettings(
+        method=arguments.method,
+        lexical_weight=arguments.weight,
+        rrf_k=arguments.rrf_k,
+        candidates=arguments.candidates,
+    )
+    results = run(arguments.datasets, fusion)
+    arguments.out.parent.mkdir(parents=True, exist_ok=True)
+    arguments.out.write_text(
+        json.dumps({"fusion": fusion.model_dump(), "results": results}, indent=1)
+    )
+    print(f"fusion: {fusion.model_dump()}")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()
