@@ -1,5 +1,6 @@
 """duckdb-vectors: one DuckDB file is one index; hybrid retrieval with no server."""
 
+from .chunkers import register_chunker
 from .config import FusionSettings, Settings
 from .embedders import Embedder, EmbedderSpec, available_embedders, get_embedder, register_embedder
 from .errors import (
@@ -11,6 +12,7 @@ from .errors import (
     NotAnIndexError,
     ReadOnlyError,
 )
+from .indexer import IndexSummary, index_folder
 from .manifest import Manifest
 from .models import Chunk, SearchResult, VectorPage
 from .store import VectorStore, WriteStats
@@ -23,6 +25,7 @@ __all__ = [
     "EmbedderSpec",
     "FusionSettings",
     "IndexMismatchError",
+    "IndexSummary",
     "InvalidFilterError",
     "InvalidRankingSQLError",
     "Manifest",
@@ -35,5 +38,7 @@ __all__ = [
     "WriteStats",
     "available_embedders",
     "get_embedder",
+    "index_folder",
+    "register_chunker",
     "register_embedder",
 ]

@@ -36,8 +36,19 @@ def _initial_schema(connection: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _documents_table(connection: duckdb.DuckDBPyConnection) -> None:
+    # One row per indexed file: an unchanged file (same bytes, same chunker settings) is
+    # skipped without being read into chunks again.
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS documents ("
+        " source VARCHAR PRIMARY KEY, content_hash VARCHAR NOT NULL, chunker VARCHAR NOT NULL,"
+        " mime_type VARCHAR, size BIGINT, chunk_count INTEGER, indexed_at TIMESTAMPTZ)"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "chunks, postings and manifest", _initial_schema),
+    Migration(2, "documents: one row per indexed file", _documents_table),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -57,6 +68,16 @@ def create_chunks_table(connection: duckdb.DuckDBPyConnection, dimension: int) -
         " token_count INTEGER NOT NULL,"
         f" embedding FLOAT[{int(dimension)}] NOT NULL)"
     )
+
+
+def embedding_dimension(connection: duckdb.DuckDBPyConnection) -> int | None:
+    """The width of the ``embedding`` column, or None before the first write."""
+    data_type = scalar(
+        connection,
+        "SELECT data_type FROM duckdb_columns() WHERE database_name = current_database()"
+        " AND table_name = 'chunks' AND column_name = 'embedding'",
+    )
+    return int(str(data_type).rsplit("[", 1)[1].rstrip("]")) if data_type else None
 
 
 def has_table(connection: duckdb.DuckDBPyConnection, name: str) -> bool:

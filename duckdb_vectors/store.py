@@ -7,7 +7,8 @@ import hashlib
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +31,14 @@ from .manifest import Manifest, content_statistics, read_manifest, write_manifes
 from .memory_index import MemoryIndex
 from .models import Chunk, SearchResult, VectorPage
 from .ranking_sql import validate_fragment
-from .schema import SCHEMA_VERSION, check_readable, create_chunks_table, has_table, migrate
+from .schema import (
+    SCHEMA_VERSION,
+    check_readable,
+    create_chunks_table,
+    embedding_dimension,
+    has_table,
+    migrate,
+)
 from .search import (
     CHUNK_COLUMNS,
     FusedRanking,
@@ -47,10 +55,18 @@ MAX_TOP_K = 10_000
 
 @dataclass(frozen=True)
 class WriteStats:
-    """What one write did: chunks embedded (new or changed) and chunks whose etag matched."""
+    """What one write did.
 
+    ``added`` ids were new and ``updated`` ones had new content; ``unchanged`` ones had the
+    same etag and were only restamped. ``embedded`` counts the vectors computed: a new or
+    updated chunk whose etag matches any stored chunk (a moved or repeated text) reuses its
+    vector instead.
+    """
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
     embedded: int = 0
-    reused: int = 0
 
 
 class VectorStore:
@@ -105,6 +121,7 @@ class VectorStore:
         self._embedder = embedder
         self._embedder_checked = False
         self._memory: MemoryIndex | None = None
+        self._transaction_depth = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -245,7 +262,7 @@ class VectorStore:
     def delete_vectors(self, keys: Sequence[str]) -> int:
         """Delete chunks by id; return how many existed."""
         self._require_writable()
-        with self._lock, self._transaction():
+        with self._lock, self.transaction():
             if not has_table(self._connection, "chunks"):
                 return 0
             old = self._connection.execute(
@@ -253,8 +270,38 @@ class VectorStore:
                 [list(keys)],
             ).fetchnumpy()["key"]
             self._delete_keys(old)
-            self._refresh_manifest(dimension=None)
         return len(old)
+
+    def restamp(self, sources: Sequence[str], stamp: datetime) -> None:
+        """Mark every chunk of these sources as confirmed at ``stamp`` (see ``prune``)."""
+        self._require_writable()
+        if not sources or not has_table(self._connection, "chunks"):
+            return
+        with self._lock, self.transaction():
+            self._connection.execute(
+                "UPDATE chunks SET stamped_at = $1 WHERE source IN (SELECT unnest($2::VARCHAR[]))",
+                [stamp, list(sources)],
+            )
+
+    def prune(self, source_prefix: str, before: datetime) -> int:
+        """Delete chunks whose source starts with ``source_prefix`` and that were last written
+        or confirmed before ``before``; return how many."""
+        self._require_writable()
+        if not has_table(self._connection, "chunks"):
+            return 0
+        with self._lock, self.transaction():
+            stale = self._connection.execute(
+                "SELECT key FROM chunks WHERE source IS NOT NULL"
+                " AND starts_with(source, $1) AND stamped_at < $2",
+                [source_prefix, before],
+            ).fetchnumpy()["key"]
+            self._delete_keys(stale)
+        return len(stale)
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The underlying DuckDB connection, for reading what the API does not cover."""
+        return self._connection
 
     def delete_where(
         self, *, filter: dict[str, Any] | None = None, where: str | None = None
@@ -264,7 +311,7 @@ class VectorStore:
         scope = Scope(filter=filter, where=where)
         if scope.is_everything:
             raise ValueError("delete_where needs a filter or a where condition")
-        with self._lock, self._transaction():
+        with self._lock, self.transaction():
             if not has_table(self._connection, "chunks"):
                 return 0
             condition, parameters = scope.condition()
@@ -272,7 +319,6 @@ class VectorStore:
                 f"SELECT key FROM chunks WHERE {condition}", parameters
             ).fetchnumpy()["key"]
             self._delete_keys(old)
-            self._refresh_manifest(dimension=None)
         return len(old)
 
     # -- reads -------------------------------------------------------------------------------
@@ -335,6 +381,7 @@ class VectorStore:
         hybrid: bool = True,
         where: str | None = None,
         rescore: str | None = None,
+        vector: Sequence[float] | np.ndarray | None = None,
     ) -> list[SearchResult]:
         """Search with a natural-language query: vector and BM25 rankings, fused.
 
@@ -345,15 +392,37 @@ class VectorStore:
             hybrid: False ranks by vector similarity alone.
             where: a SQL condition over chunk columns that scopes the candidates.
             rescore: a SQL expression that re-weights the fused ``score`` of the candidates.
+            vector: the query's embedding, if you have it already (skips embedding ``text``).
         """
         if not isinstance(text, str) or not text.strip():
             raise ValueError("the query text must be a non-empty string")
         _check_top_k(top_k)
         scope = Scope(filter=filter, where=where)
         rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
-        vector = self._checked_embedder().embed_query([text])[0]
-        terms = tokenize(text) if hybrid else []
-        return self._search(vector, terms, top_k, scope, rescore, hybrid)
+        if vector is None:
+            query_vector = self._checked_embedder().embed_query([text])[0]
+        else:
+            query_vector = self._checked_query_vector(vector)
+        terms = tokenize(text) if hybrid else None
+        return self._search(query_vector, terms, top_k, scope, rescore)
+
+    def query_text(
+        self,
+        text: str,
+        top_k: int = 5,
+        *,
+        filter: dict[str, Any] | None = None,
+        where: str | None = None,
+        rescore: str | None = None,
+    ) -> list[SearchResult]:
+        """Rank by exact-token BM25 alone; no model is loaded. Chunks with no query term
+        are not returned."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("the query text must be a non-empty string")
+        _check_top_k(top_k)
+        scope = Scope(filter=filter, where=where)
+        rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
+        return self._search(None, tokenize(text), top_k, scope, rescore)
 
     def query_vectors(
         self,
@@ -368,40 +437,49 @@ class VectorStore:
         _check_top_k(top_k)
         scope = Scope(filter=filter, where=where)
         rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
+        query = self._checked_query_vector(vector)
+        return self._search(query, None, top_k, scope, rescore)
+
+    def _checked_query_vector(self, vector: Sequence[float] | np.ndarray) -> np.ndarray:
         query = np.asarray(vector, dtype=np.float32).ravel()
         dimension = self.manifest.dimension if self.manifest else None
         if dimension is not None and len(query) != dimension:
             raise ValueError(f"the query vector has {len(query)} dimensions, the index {dimension}")
         if not np.isfinite(query).all():
             raise ValueError("the query vector must not contain NaN or infinity")
-        return self._search(query, [], top_k, scope, rescore, hybrid=False)
+        return query
 
     # -- internals: search -------------------------------------------------------------------
 
     def _search(
         self,
-        vector: np.ndarray,
-        terms: list[str],
+        vector: np.ndarray | None,
+        terms: list[str] | None,
         top_k: int,
         scope: Scope,
         rescore: str | None,
-        hybrid: bool,
     ) -> list[SearchResult]:
+        """Rank by the vector, the terms, or both (fused) when both are given."""
         fusion = self.settings.fusion
+        fused_or_rescored = (vector is not None and terms is not None) or rescore is not None
+        depth = max(fusion.candidates, top_k) if fused_or_rescored else top_k
         with self._lock:
             if self.count() == 0:
                 return []
             searcher = self._searcher()
-            depth = max(fusion.candidates, top_k) if hybrid or rescore else top_k
             try:
-                by_vector = searcher.vector_ranking(vector, depth, scope)
-                if hybrid:
-                    by_text = searcher.lexical_ranking(terms, depth, scope)
-                    fused = fuse(by_vector, by_text, fusion)
-                else:
-                    fused = FusedRanking.from_vector(by_vector)
+                by_vector = (
+                    None if vector is None else searcher.vector_ranking(vector, depth, scope)
+                )
+                by_text = None if terms is None else searcher.lexical_ranking(terms, depth, scope)
             except duckdb.Error as error:  # only user SQL (filter, where) can fail here
                 raise InvalidRankingSQLError(f"where/filter: {first_line(error)}") from error
+            if by_vector is not None and by_text is not None:
+                fused = fuse(by_vector, by_text, fusion)
+            elif by_vector is not None:
+                fused = FusedRanking.from_vector(by_vector)
+            else:
+                fused = FusedRanking.from_text(by_text)
             if rescore is not None:
                 fused = self._rescore(fused, rescore)
             top = fused.head(top_k)
@@ -479,20 +557,59 @@ class VectorStore:
             changed = [
                 i for i, chunk in enumerate(chunks) if existing.get(chunk.chunk_id) != etags[i]
             ]
-            if vectors is not None:
-                embeddings = vectors[changed]
-            else:
-                texts = [_embedding_text(chunks[i]) for i in changed]
-                embeddings = self._checked_embedder().embed(texts) if texts else None
-            dimension = embeddings.shape[1] if embeddings is not None and len(changed) else None
-            self._check_dimension(dimension)
-            with self._transaction():
-                if dimension is not None:
-                    create_chunks_table(self._connection, dimension)
+            embeddings, embedded = self._embeddings_for(
+                [chunks[i] for i in changed],
+                [etags[i] for i in changed],
+                None if vectors is None else vectors[changed],
+            )
+            with self.transaction():
+                if embeddings is not None:
+                    create_chunks_table(self._connection, embeddings.shape[1])
                 self._replace_changed(chunks, changed, etags, metadata_json, embeddings, stamp)
                 self._restamp_unchanged(chunks, changed, metadata_json, stamp)
-                self._refresh_manifest(dimension)
-        return WriteStats(embedded=len(changed), reused=len(chunks) - len(changed))
+        added = sum(1 for i in changed if chunks[i].chunk_id not in existing)
+        return WriteStats(
+            added=added,
+            updated=len(changed) - added,
+            unchanged=len(chunks) - len(changed),
+            embedded=embedded,
+        )
+
+    def _embeddings_for(
+        self, chunks: list[Chunk], etags: list[str], vectors: np.ndarray | None
+    ) -> tuple[np.ndarray | None, int]:
+        """Vectors for new or changed chunks, and how many had to be computed."""
+        if not chunks:
+            return None, 0
+        if vectors is not None:
+            self._check_dimension(vectors.shape[1])
+            return vectors, 0
+        stored = self._stored_embeddings(etags)
+        missing = [i for i, etag in enumerate(etags) if etag not in stored]
+        computed = (
+            self._checked_embedder().embed([_embedding_text(chunks[i]) for i in missing])
+            if missing
+            else None
+        )
+        dimension = computed.shape[1] if computed is not None else len(next(iter(stored.values())))
+        self._check_dimension(dimension)
+        embeddings = np.empty((len(chunks), dimension), dtype=np.float32)
+        for i, etag in enumerate(etags):
+            if etag in stored:
+                embeddings[i] = stored[etag]
+        if computed is not None:
+            embeddings[missing] = computed
+        return embeddings, len(missing)
+
+    def _stored_embeddings(self, etags: list[str]) -> dict[str, np.ndarray]:
+        if not has_table(self._connection, "chunks"):
+            return {}
+        rows = self._connection.execute(
+            "SELECT DISTINCT ON (etag) etag, embedding FROM chunks"
+            " WHERE etag IN (SELECT unnest($1::VARCHAR[]))",
+            [list(set(etags))],
+        ).fetchall()
+        return {etag: np.asarray(embedding, dtype=np.float32) for etag, embedding in rows}
 
     def _existing_etags(self, chunk_ids: list[str]) -> dict[str, str]:
         if not has_table(self._connection, "chunks"):
@@ -581,13 +698,13 @@ class VectorStore:
             "DELETE FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list]
         )
 
-    def _refresh_manifest(self, dimension: int | None) -> None:
+    def _refresh_manifest(self) -> None:
         self._memory = None
-        count, content_hash = content_statistics(self._connection)
-        previous = self.manifest
-        dimension = dimension or (previous.dimension if previous else None)
+        dimension = embedding_dimension(self._connection)
         if dimension is None:
             return  # nothing has ever been written: no dimension to record yet
+        count, content_hash = content_statistics(self._connection)
+        previous = self.manifest
         fingerprint = self._embedder.fingerprint() if self._embedder_checked else None
         fields: dict[str, Any] = {
             "backend": self.backend,
@@ -673,8 +790,31 @@ class VectorStore:
                 f"{self.db_path} is open read-only; open it with read_only=False to change it"
             )
 
-    def _transaction(self) -> Transaction:
-        return Transaction(self._connection)
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes into one all-or-nothing transaction; the manifest is refreshed once,
+        at the end. Nested uses join the outer transaction. An exception (Ctrl-C included)
+        rolls everything back, leaving the index as it was."""
+        self._require_writable()
+        with self._lock:
+            if self._transaction_depth:
+                self._transaction_depth += 1
+                try:
+                    yield
+                finally:
+                    self._transaction_depth -= 1
+                return
+            self._transaction_depth = 1
+            try:
+                with Transaction(self._connection):
+                    yield
+                    self._refresh_manifest()
+            except BaseException:
+                self._memory = None
+                self.manifest = read_manifest(self._connection)
+                raise
+            finally:
+                self._transaction_depth = 0
 
 
 def _new_rows(

@@ -75,8 +75,32 @@ def test_unchanged_text_is_not_embedded_again(store: VectorStore) -> None:
             Chunk(chunk_id="b", text="changed text"),
         ]
     )
-    assert (again.embedded, again.reused) == (1, 1)
+    assert (again.added, again.updated, again.unchanged, again.embedded) == (0, 1, 1, 1)
     assert store.get_vectors(["a"])[0].metadata == {"v": 2}  # metadata still updated
+
+
+def test_a_moved_text_reuses_its_stored_vector(store: VectorStore) -> None:
+    from duckdb_vectors import Chunk
+
+    store.add_chunks([Chunk(chunk_id="old.md#0", text="a paragraph that moves")])
+    moved = store.add_chunks([Chunk(chunk_id="new.md#0", text="a paragraph that moves")])
+    assert (moved.added, moved.embedded) == (1, 0)
+    first, second = store.get_vectors(["old.md#0", "new.md#0"], return_data=True)
+    assert first.embedding == second.embedding
+
+
+def test_writes_in_one_transaction_are_all_or_nothing(store: VectorStore) -> None:
+    store.add_texts(["kept"], ids=["k"])
+    with pytest.raises(RuntimeError), store.transaction():
+        store.add_texts(["first batch"], ids=["a"])
+        store.delete_vectors(["k"])
+        raise RuntimeError("interrupted")
+    assert [c.chunk_id for c in store.list_vectors()] == ["k"]
+    assert store.manifest.chunk_count == 1
+    with store.transaction():
+        store.add_texts(["first batch"], ids=["a"])
+        store.add_texts(["second batch"], ids=["b"])
+    assert store.count() == 3 and store.manifest.chunk_count == 3
 
 
 def test_ids_default_to_a_hash_of_the_text(store: VectorStore) -> None:

@@ -1,0 +1,147 @@
+"""Chunkers turn a document into chunks; the composite chunker picks one by MIME type.
+
+Add a format without touching the core::
+
+    from duckdb_vectors.chunkers import register_chunker
+    register_chunker(MyRstChunker(), mime_types=["text/x-rst"], extensions=[".rst"])
+
+A chunker is any object with ``chunk(text, source)`` (text formats) or
+``chunk_bytes(data, source)`` (binary formats such as PDF), returning ``Chunk`` objects.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from ..models import Chunk
+from .base import DEFAULT_MAX_CHARS, BinaryChunker, Chunker, SkipFile, make_chunks, split_text
+from .markdown import MarkdownChunker
+from .pdf import PdfChunker
+from .text import TextChunker
+
+TEXT_FALLBACK = "text/plain"
+_SNIFF_BYTES = 8192
+_MAGIC = {b"%PDF-": "application/pdf"}
+_BINARY_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"PK\x03\x04", b"\x7fELF", b"\x1f\x8b")
+
+
+@dataclass
+class CompositeChunker:
+    """Dispatches each file to the chunker registered for its MIME type.
+
+    The type comes from the file's extension, corrected by a look at its first bytes (a PDF
+    named ``.txt`` is read as a PDF; an image named ``.md`` is skipped as binary). Text that no
+    chunker claims goes to ``fallback``.
+
+    Args:
+        chunkers: MIME type -> chunker.
+        extensions: extension (``.md``) -> MIME type, consulted before ``mimetypes``.
+        fallback: the chunker for text-like files of any other type.
+    """
+
+    chunkers: dict[str, Chunker | BinaryChunker] = field(default_factory=dict)
+    extensions: dict[str, str] = field(default_factory=dict)
+    fallback: Chunker = field(default_factory=TextChunker)
+
+    def register(
+        self,
+        chunker: Chunker | BinaryChunker,
+        mime_types: Iterable[str],
+        extensions: Iterable[str] = (),
+    ) -> None:
+        for mime_type in mime_types:
+            self.chunkers[mime_type] = chunker
+        for extension in extensions:
+            self.extensions[extension.lower()] = next(iter(mime_types))
+
+    def mime_type(self, source: str, head: bytes = b"") -> str:
+        """The MIME type a file is treated as: its magic bytes win over its extension."""
+        for magic, mime_type in _MAGIC.items():
+            if head.startswith(magic):
+                return mime_type
+        if head.startswith(_BINARY_MAGIC) or b"\x00" in head[:_SNIFF_BYTES]:
+            return "application/octet-stream"
+        suffix = PurePath(source).suffix.lower()
+        guessed = self.extensions.get(suffix) or mimetypes.guess_type(f"x{suffix}")[0]
+        return guessed or TEXT_FALLBACK
+
+    def chunk(self, text: str, source: str) -> list[Chunk]:
+        """Chunk text, choosing the chunker by the source's extension."""
+        chunker = self.chunkers.get(self.mime_type(source))
+        if not isinstance(chunker, Chunker):
+            chunker = self.fallback
+        return chunker.chunk(text, source)
+
+    def chunk_bytes(self, data: bytes, source: str) -> list[Chunk]:
+        """Chunk a file's bytes; raises ``SkipFile`` with a reason for what it cannot index."""
+        mime_type = self.mime_type(source, data[:_SNIFF_BYTES])
+        chunker = self.chunkers.get(mime_type)
+        if isinstance(chunker, BinaryChunker):
+            return chunker.chunk_bytes(data, source)
+        if chunker is None and not _is_text_like(mime_type):
+            raise SkipFile(f"binary file ({mime_type})")
+        text = decode_text(data)
+        return (chunker if isinstance(chunker, Chunker) else self.fallback).chunk(text, source)
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 (a BOM is honoured, UTF-16 too); anything else is skipped with the byte offset."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as error:
+            raise SkipFile(f"invalid UTF-16 at byte {error.start}") from error
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise SkipFile(f"not valid UTF-8 (at byte {error.start}); convert it to UTF-8") from error
+
+
+def _is_text_like(mime_type: str) -> bool:
+    if mime_type.startswith("text/"):
+        return True
+    suffixes = ("+xml", "+json", "/json", "/xml", "/x-yaml", "/yaml", "/x-sh", "/javascript")
+    return mime_type.endswith(suffixes) or mime_type == "application/x-python-code"
+
+
+def default_chunker(max_chars: int = DEFAULT_MAX_CHARS) -> CompositeChunker:
+    """Markdown, PDF and plain text, plus every chunker added with ``register_chunker``."""
+    composite = CompositeChunker(fallback=TextChunker(max_chars))
+    composite.register(
+        MarkdownChunker(max_chars), ["text/markdown"], [".md", ".markdown", ".mdx", ".mdown"]
+    )
+    composite.register(PdfChunker(max_chars), ["application/pdf"], [".pdf"])
+    composite.register(TextChunker(max_chars), ["text/plain"], [".txt", ".text", ".rst", ".log"])
+    for chunker, mime_types, extensions in _REGISTERED:
+        composite.register(chunker, mime_types, extensions)
+    return composite
+
+
+_REGISTERED: list[tuple[Chunker | BinaryChunker, list[str], list[str]]] = []
+
+
+def register_chunker(
+    chunker: Chunker | BinaryChunker, mime_types: Iterable[str], extensions: Iterable[str] = ()
+) -> None:
+    """Make ``default_chunker()`` (and so ``index_folder``) use ``chunker`` for these types."""
+    _REGISTERED.append((chunker, list(mime_types), list(extensions)))
+
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "BinaryChunker",
+    "Chunker",
+    "CompositeChunker",
+    "MarkdownChunker",
+    "PdfChunker",
+    "SkipFile",
+    "TextChunker",
+    "decode_text",
+    "default_chunker",
+    "make_chunks",
+    "register_chunker",
+    "split_text",
+]

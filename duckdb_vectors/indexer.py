@@ -1,0 +1,401 @@
+"""``index_folder``: mirror a folder of documents into an index, incrementally and safely.
+
+Each file is dispatched by MIME type to a chunker. A file whose bytes and chunker settings
+are unchanged since the last run is not chunked again; a changed file's chunks are upserted,
+and only chunks whose text changed are embedded (a moved paragraph reuses its vector). Files
+that disappeared, and the tail of files that got shorter, are pruned. The whole run is one
+transaction: a crash or Ctrl-C leaves the previous index intact and searchable.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+from .chunkers import (
+    BinaryChunker,
+    Chunker,
+    CompositeChunker,
+    SkipFile,
+    decode_text,
+    default_chunker,
+)
+from .errors import DuckDBVectorsError
+from .models import Chunk
+from .schema import has_table
+from .store import VectorStore, WriteStats
+
+DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
+BATCH_CHUNKS = 512
+logger = logging.getLogger(__name__)
+
+
+class FileProblem(BaseModel):
+    """A file that was not indexed, and why."""
+
+    source: str
+    reason: str
+
+
+class IndexSummary(BaseModel):
+    """What an ``index_folder`` run did."""
+
+    folder: str
+    files_seen: int = 0
+    files_new: int = 0
+    files_changed: int = 0
+    files_unchanged: int = 0
+    skipped: list[FileProblem] = Field(default_factory=list)
+    failed: list[FileProblem] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    chunks_added: int = 0
+    chunks_updated: int = 0
+    chunks_unchanged: int = 0
+    chunks_embedded: int = 0
+    chunks_pruned: int = 0
+    seconds: float = 0.0
+
+    def count(self, stats: WriteStats) -> None:
+        self.chunks_added += stats.added
+        self.chunks_updated += stats.updated
+        self.chunks_unchanged += stats.unchanged
+        self.chunks_embedded += stats.embedded
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A file found by the walk, or a path the walk refused (``problem`` set)."""
+
+    source: str
+    path: Path
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class _Document:
+    source: str
+    content_hash: str
+    mime_type: str
+    size: int
+    chunk_count: int
+
+
+class _WarningCollector(logging.Handler):
+    """Collects what chunkers log about a file (e.g. PDF pages without text) for the summary."""
+
+    def __init__(self, summary: IndexSummary) -> None:
+        super().__init__(logging.WARNING)
+        self.summary = summary
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.summary.warnings.append(record.getMessage())
+
+
+def index_folder(
+    store: VectorStore,
+    folder: str | Path,
+    *,
+    recursive: bool = True,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    include_hidden: bool = False,
+    chunker: Chunker | BinaryChunker | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    source_prefix: str = "",
+    progress: bool | None = None,
+) -> IndexSummary:
+    """Index every file of ``folder`` into ``store`` and prune what is no longer there.
+
+    Args:
+        store: a read-write store.
+        folder: the folder to index; each chunk's ``source`` is the file's path relative to it.
+        recursive: descend into sub-folders.
+        include: glob patterns (on the relative path); if given, only matching files are read.
+        exclude: glob patterns of files to leave out.
+        include_hidden: also read files and folders whose name starts with ``.``.
+        chunker: replaces the default composite chunker (Markdown, PDF, text by MIME type).
+        max_file_bytes: larger files are skipped, with the reason in the summary.
+        source_prefix: prepended to every source; pruning only touches sources with it, so
+            several folders (or a runtime registry) can share one index.
+        progress: show a progress bar on stderr; default: only when stderr is a terminal.
+    """
+    started = time.monotonic()
+    root = Path(folder)
+    if not root.is_dir():
+        raise DuckDBVectorsError(f"{folder} is not a folder; pass the folder to index")
+    chunker = chunker or default_chunker()
+    summary = IndexSummary(folder=str(folder))
+    entries = sorted(
+        _walk(root, recursive, include_hidden, include, exclude, source_prefix),
+        key=lambda entry: entry.source,
+    )
+    run = _Run(store, chunker, summary, max_file_bytes, source_prefix)
+    collector = _WarningCollector(summary)
+    chunker_logger = logging.getLogger("duckdb_vectors.chunkers")
+    chunker_logger.addHandler(collector)
+    try:
+        with store.transaction():
+            for entry in _progress(entries, progress):
+                run.add(entry)
+            run.finish()
+    finally:
+        chunker_logger.removeHandler(collector)
+    summary.seconds = round(time.monotonic() - started, 3)
+    return summary
+
+
+class _Run:
+    """One indexing run: per-file decisions, batched writes, and the final prune."""
+
+    def __init__(
+        self,
+        store: VectorStore,
+        chunker: Chunker | BinaryChunker,
+        summary: IndexSummary,
+        max_file_bytes: int,
+        source_prefix: str,
+    ) -> None:
+        self.store = store
+        self.chunker = chunker
+        self.summary = summary
+        self.max_file_bytes = max_file_bytes
+        self.source_prefix = source_prefix
+        self.stamp = datetime.now(timezone.utc)
+        self.chunker_key = _chunker_key(chunker)
+        self.known = _known_documents(store, source_prefix)
+        self.keep: list[str] = []  # sources whose stored chunks stay as they are
+        self.documents: list[_Document] = []
+        self.batch: list[Chunk] = []
+
+    def add(self, entry: _Entry) -> None:
+        if entry.problem is not None:
+            self._problem(entry.source, entry.problem, skipped=True, keep=False)
+            return
+        self.summary.files_seen += 1
+        try:
+            data = _read_stable(entry.path, self.max_file_bytes)
+        except SkipFile as reason:
+            self._problem(entry.source, str(reason), skipped=True, keep=True)
+            return
+        except FileNotFoundError:
+            self._problem(entry.source, "vanished while indexing", skipped=False, keep=False)
+            return
+        except OSError as error:
+            reason = f"unreadable: {error.strerror or error}"
+            self._problem(entry.source, reason, skipped=False, keep=True)
+            return
+        content_hash = hashlib.sha256(data).hexdigest()
+        if self.known.get(entry.source) == (content_hash, self.chunker_key):
+            self.summary.files_unchanged += 1
+            self.keep.append(entry.source)
+            return
+        try:
+            chunks = _chunk(self.chunker, data, entry.source)
+        except SkipFile as reason:
+            self._problem(entry.source, str(reason), skipped=True, keep=False)
+            return
+        except Exception as error:  # a chunker bug or a hostile file must not stop the run
+            reason = f"{type(error).__name__}: {error}"
+            self._problem(entry.source, reason, skipped=False, keep=True)
+            return
+        if entry.source in self.known:
+            self.summary.files_changed += 1
+        else:
+            self.summary.files_new += 1
+        mime_type = _mime_type(self.chunker, entry.source, data)
+        self.documents.append(
+            _Document(entry.source, content_hash, mime_type, len(data), len(chunks))
+        )
+        self.batch.extend(chunks)
+        if len(self.batch) >= BATCH_CHUNKS:
+            self._flush()
+
+    def finish(self) -> None:
+        self._flush()
+        self.store.restamp(self.keep, self.stamp)
+        self.summary.chunks_pruned = self.store.prune(self.source_prefix, self.stamp)
+        _record_documents(self.store, self.documents, self.chunker_key, self.stamp)
+        _forget_documents(self.store, self.source_prefix)
+
+    def _flush(self) -> None:
+        if self.batch:
+            self.summary.count(self.store.add_chunks(self.batch, stamp=self.stamp))
+            self.batch = []
+
+    def _problem(self, source: str, reason: str, *, skipped: bool, keep: bool) -> None:
+        """Report a file once; ``keep`` leaves its previously indexed chunks in place."""
+        (self.summary.skipped if skipped else self.summary.failed).append(
+            FileProblem(source=source, reason=reason)
+        )
+        logger.warning("%s: %s: %s", source, "skipped" if skipped else "failed", reason)
+        if keep and source in self.known:
+            self.keep.append(source)
+
+
+def _walk(
+    root: Path,
+    recursive: bool,
+    include_hidden: bool,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    prefix: str,
+) -> Iterator[_Entry]:
+    """Regular files under ``root``. Symlinks are followed only to targets inside ``root``,
+    and each folder is visited once, so links cannot leak outside files or loop."""
+    real_root = root.resolve()
+    visited = {real_root}
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda item: item.name)
+        except OSError as error:
+            yield _Entry(
+                _source(root, Path(directory), prefix),
+                Path(directory),
+                f"unreadable folder: {error.strerror or error}",
+            )
+            continue
+        for item in entries:
+            if item.name.startswith(".") and not include_hidden:
+                continue
+            path = Path(item.path)
+            source = _source(root, path, prefix)
+            target, problem = _resolve(path, item.is_symlink(), real_root)
+            if problem:
+                yield _Entry(source, path, problem)
+            elif target.is_dir():
+                if recursive and target not in visited:
+                    visited.add(target)
+                    pending.append(path)
+            elif not target.is_file():
+                yield _Entry(source, path, "not a regular file")
+            elif _selected(source[len(prefix) :], include, exclude):
+                yield _Entry(source, path)
+
+
+def _resolve(path: Path, is_symlink: bool, real_root: Path) -> tuple[Path, str | None]:
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return path, "broken symlink or symlink loop"
+    if is_symlink and not target.is_relative_to(real_root):
+        return target, "symlink points outside the folder (not followed)"
+    return target, None
+
+
+def _selected(relative: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    def matches(patterns: Sequence[str]) -> bool:
+        name = relative.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
+
+    return (not include or matches(include)) and not matches(exclude)
+
+
+def _source(root: Path, path: Path, prefix: str) -> str:
+    return prefix + path.relative_to(root).as_posix()
+
+
+def _read_stable(path: Path, max_bytes: int) -> bytes:
+    """The file's bytes, refusing files over the size limit or changing while read."""
+    before = path.stat()
+    if before.st_size > max_bytes:
+        raise SkipFile(
+            f"larger than the {max_bytes / 1e6:g} MB limit ({before.st_size / 1e6:.1f} MB);"
+            " raise max_file_bytes (--max-file-size) to index it"
+        )
+    with path.open("rb") as handle:
+        data = handle.read(max_bytes + 1)
+    after = path.stat()
+    changed = (before.st_mtime_ns, before.st_size) != (after.st_mtime_ns, after.st_size)
+    if changed or len(data) != after.st_size:
+        raise SkipFile("changed while being read; run the index again")
+    return data
+
+
+def _chunk(chunker: Chunker | BinaryChunker, data: bytes, source: str) -> list[Chunk]:
+    if isinstance(chunker, BinaryChunker):
+        chunks = chunker.chunk_bytes(data, source)
+    else:
+        chunks = chunker.chunk(decode_text(data), source)
+    if not chunks:
+        raise SkipFile("no text to index")
+    return chunks
+
+
+def _mime_type(chunker: Chunker | BinaryChunker, source: str, data: bytes) -> str:
+    return chunker.mime_type(source, data[:8192]) if isinstance(chunker, CompositeChunker) else ""
+
+
+def _chunker_key(chunker: Chunker | BinaryChunker) -> str:
+    # Dataclass chunkers repr their settings, so changing e.g. max_chars re-chunks every file.
+    return hashlib.sha256(repr(chunker).encode()).hexdigest()[:16]
+
+
+def _known_documents(store: VectorStore, prefix: str) -> dict[str, tuple[str, str]]:
+    """Indexed files whose chunks are all still in the index, with their hash and chunker."""
+    if not has_table(store.connection, "chunks"):
+        return {}
+    rows = store.connection.execute(
+        "SELECT d.source, d.content_hash, d.chunker FROM documents d"
+        " JOIN (SELECT source, count(*) AS stored FROM chunks GROUP BY source) c USING (source)"
+        " WHERE starts_with(d.source, $1) AND c.stored = d.chunk_count",
+        [prefix],
+    ).fetchall()
+    return {source: (content_hash, chunker) for source, content_hash, chunker in rows}
+
+
+def _record_documents(
+    store: VectorStore, documents: list[_Document], chunker_key: str, stamp: datetime
+) -> None:
+    if not documents:
+        return
+    rows = pa.table(
+        {
+            "source": [d.source for d in documents],
+            "content_hash": [d.content_hash for d in documents],
+            "chunker": [chunker_key] * len(documents),
+            "mime_type": [d.mime_type for d in documents],
+            "size": pa.array([d.size for d in documents], type=pa.int64()),
+            "chunk_count": pa.array([d.chunk_count for d in documents], type=pa.int32()),
+            "indexed_at": pa.array([stamp] * len(documents), type=pa.timestamp("us", tz="UTC")),
+        }
+    )
+    store.connection.register("indexed_documents", rows)
+    try:
+        store.connection.execute("INSERT OR REPLACE INTO documents SELECT * FROM indexed_documents")
+    finally:
+        store.connection.unregister("indexed_documents")
+
+
+def _forget_documents(store: VectorStore, prefix: str) -> None:
+    """Drop document rows whose chunks are all gone (pruned, emptied, or skipped now)."""
+    if not has_table(store.connection, "chunks"):
+        return
+    store.connection.execute(
+        "DELETE FROM documents WHERE starts_with(source, $1)"
+        " AND source NOT IN (SELECT DISTINCT source FROM chunks WHERE source IS NOT NULL)",
+        [prefix],
+    )
+
+
+def _progress(entries: list[_Entry], enabled: bool | None) -> Iterator[_Entry]:
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        yield from entries
+        return
+    from tqdm import tqdm
+
+    yield from tqdm(entries, unit="file", file=sys.stderr, desc="indexing")
