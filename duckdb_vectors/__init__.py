@@ -14,7 +14,7 @@ from .errors import (
 )
 from .indexer import IndexSummary, index_folder
 from .manifest import Manifest
-from .models import Chunk, SearchResult, VectorPage
+from .models import Chunk, IndexReport, SearchResult, VectorPage
 from .store import VectorStore, WriteStats
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "EmbedderSpec",
     "FusionSettings",
     "IndexMismatchError",
+    "IndexReport",
     "IndexSummary",
     "InvalidFilterError",
     "InvalidRankingSQLError",

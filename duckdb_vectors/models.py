@@ -49,3 +49,15 @@ class VectorPage(BaseModel):
 
     def __len__(self) -> int:
         return len(self.vectors)
+
+
+class IndexReport(BaseModel):
+    """What ``VectorStore.report()`` (and ``duckdb-vectors report``) tells about an index."""
+
+    db_path: str
+    file_size_bytes: int | None = Field(None, description="None for an in-memory store.")
+    backend: str
+    dimension: int | None
+    chunk_count: int
+    sources: dict[str, int] = Field(description="Each source and its number of chunks.")
+    manifest: dict[str, Any] | None = Field(None, description="The manifest, as recorded.")

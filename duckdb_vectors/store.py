@@ -29,7 +29,7 @@ from .errors import (
 )
 from .manifest import Manifest, content_statistics, read_manifest, write_manifest
 from .memory_index import MemoryIndex
-from .models import Chunk, SearchResult, VectorPage
+from .models import Chunk, IndexReport, SearchResult, VectorPage
 from .ranking_sql import validate_fragment
 from .schema import (
     SCHEMA_VERSION,
@@ -371,6 +371,19 @@ class VectorStore:
                 "SELECT coalesce(source, ''), count(*) FROM chunks GROUP BY 1 ORDER BY 1"
             ).fetchall()
         return {source: count for source, count in rows}
+
+    def report(self) -> IndexReport:
+        """Path, backend, dimension, chunk count, sources and manifest; loads no model."""
+        in_memory = str(self.db_path) == ":memory:"
+        return IndexReport(
+            db_path=str(self.db_path),
+            file_size_bytes=None if in_memory else Path(self.db_path).stat().st_size,
+            backend=self.backend,
+            dimension=self.manifest.dimension if self.manifest else None,
+            chunk_count=self.count(),
+            sources=self.sources(),
+            manifest=self.manifest.model_dump(mode="json") if self.manifest else None,
+        )
 
     def query(
         self,

@@ -1,0 +1,273 @@
+"""The ``duckdb-vectors`` command: a thin click layer over ``VectorStore`` and ``index_folder``.
+
+Results go to stdout (``--json`` for the stable machine-readable form); progress, warnings
+and errors go to stderr. An error is one line and a non-zero exit code: 1 for a problem with
+the index or model, 2 for a bad argument; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError
+from .indexer import DEFAULT_MAX_FILE_BYTES, index_folder
+from .rendering import hits_as_text, report_as_text, search_record, summary_as_text
+from .store import MAX_TOP_K, VectorStore
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--db, --backend, --model-path and --json, shared by every verb."""
+    options = [
+        click.option(
+            "--db",
+            "db_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Index file [env DUCKDB_VECTORS_DB_PATH; default vectors.duckdb].",
+        ),
+        click.option(
+            "--backend",
+            help="Embedder, e.g. fastembed:<model> [env DUCKDB_VECTORS_BACKEND; default: the"
+            " one the index was built with].",
+        ),
+        click.option(
+            "--model-path",
+            type=click.Path(file_okay=False, path_type=Path),
+            help="Load the model from this folder [env DUCKDB_VECTORS_MODEL_PATH].",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="duckdb-vectors")
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logs on stderr.")
+def cli(debug: bool) -> None:
+    """Hybrid retrieval from one DuckDB file: index a folder, search it, serve it to agents."""
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s: %(message)s" if debug else "%(message)s",
+        stream=sys.stderr,
+    )
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  duckdb-vectors index ./docs --db docs.duckdb
+  duckdb-vectors index ./skills --db agent.duckdb --source-prefix skills/ --include '*.md'
+"""
+)
+@click.argument("folder", type=click.Path(path_type=Path))
+@store_options
+@click.option("--recursive/--no-recursive", default=True, show_default=True)
+@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Leave matching files out.")
+@click.option("--include-hidden", is_flag=True, help="Also read dot-files and dot-folders.")
+@click.option(
+    "--max-file-size",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_MAX_FILE_BYTES / 1e6,
+    show_default=True,
+    help="Skip files larger than this many MB.",
+)
+@click.option("--source-prefix", default="", help="Prepended to sources; pruning stays inside it.")
+@click.option("--progress/--no-progress", default=None, help="Default: a bar on a terminal.")
+def index(
+    folder: Path,
+    db_path: Path | None,
+    backend: str | None,
+    model_path: Path | None,
+    as_json: bool,
+    recursive: bool,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    include_hidden: bool,
+    max_file_size: float,
+    source_prefix: str,
+    progress: bool | None,
+) -> None:
+    """Index FOLDER: chunk, embed and store what changed; prune what disappeared."""
+    with VectorStore(db_path, backend, model_path=model_path, read_only=False) as store:
+        summary = index_folder(
+            store,
+            folder,
+            recursive=recursive,
+            include=include,
+            exclude=exclude,
+            include_hidden=include_hidden,
+            max_file_bytes=int(max_file_size * 1e6),
+            source_prefix=source_prefix,
+            progress=progress,
+        )
+        empty = store.count() == 0
+    click.echo(summary.model_dump_json(indent=2) if as_json else summary_as_text(summary))
+    if empty:
+        raise DuckDBVectorsError(f"nothing was indexed from {folder}: no file had indexable text")
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  duckdb-vectors report --db docs.duckdb
+  duckdb-vectors report --json | jq .manifest.content_hash
+"""
+)
+@store_options
+def report(
+    db_path: Path | None, backend: str | None, model_path: Path | None, as_json: bool
+) -> None:
+    """Describe the index: backend, dimension, chunks, sources, manifest. Loads no model."""
+    with VectorStore(db_path, backend, model_path=model_path, read_only=True) as store:
+        result = store.report()
+    click.echo(result.model_dump_json(indent=2) if as_json else report_as_text(result))
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  duckdb-vectors search "how do retries work?" --top-k 3
+  duckdb-vectors search "E1234" --filter '{"kind": {"$in": ["guide", "faq"]}}' --json
+  duckdb-vectors search "install" --where "source LIKE 'guides/%'"
+"""
+)
+@click.argument("query")
+@store_options
+@click.option(
+    "--top-k",
+    type=click.IntRange(1, MAX_TOP_K),
+    default=5,
+    show_default=True,
+    help="How many results.",
+)
+@click.option("--filter", "filter_json", metavar="JSON", help="S3 Vectors metadata filter.")
+@click.option("--where", metavar="SQL", help="SQL condition over chunk columns.")
+@click.option("--rescore", metavar="SQL", help="SQL expression re-weighting `score`.")
+@click.option("--vector-only", is_flag=True, help="Rank by vector similarity alone.")
+@click.option("--text-only", is_flag=True, help="Rank by BM25 alone (loads no model).")
+@click.option("--full", is_flag=True, help="Print each chunk's whole text, not a snippet.")
+def search(
+    query: str,
+    db_path: Path | None,
+    backend: str | None,
+    model_path: Path | None,
+    as_json: bool,
+    top_k: int,
+    filter_json: str | None,
+    where: str | None,
+    rescore: str | None,
+    vector_only: bool,
+    text_only: bool,
+    full: bool,
+) -> None:
+    """Search the index for QUERY (hybrid: vector + exact-token BM25)."""
+    if vector_only and text_only:
+        raise click.UsageError("--vector-only and --text-only exclude each other")
+    metadata_filter = _parse_filter(filter_json)
+    # One query per process: answer from SQL rather than loading the in-memory index.
+    with VectorStore(
+        db_path, backend, model_path=model_path, read_only=True, memory_index=False
+    ) as store:
+        options: dict[str, Any] = {"filter": metadata_filter, "where": where, "rescore": rescore}
+        if text_only:
+            hits = store.query_text(query, top_k, **options)
+        else:
+            hits = store.query(query, top_k, hybrid=not vector_only, **options)
+    if as_json:
+        click.echo(json.dumps(search_record(query, hits), ensure_ascii=False, indent=2))
+    else:
+        click.echo(hits_as_text(hits, full_text=full))
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  duckdb-vectors mcp --db /app/vectors.duckdb
+  docker run -i --rm my-docs-search mcp
+"""
+)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Index file [env DUCKDB_VECTORS_DB_PATH; default vectors.duckdb].",
+)
+@click.option("--backend", help="Embedder [env DUCKDB_VECTORS_BACKEND].")
+@click.option(
+    "--model-path",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Load the model from this folder [env DUCKDB_VECTORS_MODEL_PATH].",
+)
+@click.option(
+    "--read-only/--read-write",
+    default=None,
+    help="Open the index read-only [env DUCKDB_VECTORS_READ_ONLY; default read-only].",
+)
+def mcp(
+    db_path: Path | None, backend: str | None, model_path: Path | None, read_only: bool | None
+) -> None:
+    """Serve search and report to an agent over stdio (Model Context Protocol)."""
+    from .mcp_server import serve
+
+    if read_only is None:
+        read_only = os.environ.get("DUCKDB_VECTORS_READ_ONLY", "true").lower() in {
+            "1",
+            "true",
+            "yes",
+        }
+    serve(db_path=db_path, backend=backend, model_path=model_path, read_only=read_only)
+
+
+def _parse_filter(filter_json: str | None) -> dict[str, Any] | None:
+    if filter_json is None:
+        return None
+    try:
+        parsed = json.loads(filter_json)
+    except json.JSONDecodeError as error:
+        raise InvalidFilterError(f"--filter is not valid JSON: {error}") from None
+    if not isinstance(parsed, dict):
+        raise InvalidFilterError('--filter must be a JSON object, e.g. {"kind": "guide"}')
+    return parsed
+
+
+def main() -> None:
+    """Console-script entry point: one-line errors and exit codes instead of tracebacks."""
+    debug = "--debug" in sys.argv[1:] or bool(os.environ.get("DUCKDB_VECTORS_DEBUG"))
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("Interrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as error:
+        if debug:
+            raise
+        usage = isinstance(error, (InvalidFilterError, InvalidRankingSQLError, ValueError))
+        known = isinstance(error, DuckDBVectorsError) or usage
+        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        if not known:
+            message = f"unexpected {type(error).__name__}: {message} (rerun with --debug)"
+        click.echo(f"Error: {message}", err=True)
+        sys.exit(EXIT_USAGE if usage else EXIT_ERROR)
+
+
+if __name__ == "__main__":
+    main()

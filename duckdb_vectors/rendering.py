@@ -1,0 +1,91 @@
+"""How results look outside Python: the stable JSON shape and the readable text form.
+
+The CLI's ``--json`` output and the MCP server's structured content share these shapes,
+documented in docs/json-output.md; change them only in a backwards-compatible way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .indexer import IndexSummary
+from .models import IndexReport, SearchResult
+
+SNIPPET_CHARS = 240
+
+
+def hit_record(rank: int, hit: SearchResult) -> dict[str, Any]:
+    """One search hit as a JSON object."""
+    chunk = hit.chunk
+    return {
+        "rank": rank,
+        "score": round(hit.score, 6),
+        "chunk_id": chunk.chunk_id,
+        "source": chunk.source,
+        "title": chunk.title,
+        "position": chunk.position,
+        "text": chunk.text,
+        "metadata": chunk.metadata,
+        "vector_rank": hit.vector_rank,
+        "text_rank": hit.text_rank,
+    }
+
+
+def search_record(query: str, hits: list[SearchResult]) -> dict[str, Any]:
+    return {"query": query, "results": [hit_record(i, hit) for i, hit in enumerate(hits, 1)]}
+
+
+def hits_as_text(hits: list[SearchResult], full_text: bool) -> str:
+    """Readable hits: rank, score, source and title, then the text (or a one-line snippet)."""
+    if not hits:
+        return "No results."
+    blocks = []
+    for rank, hit in enumerate(hits, 1):
+        chunk = hit.chunk
+        heading = " | ".join(part for part in (chunk.source, chunk.title) if part)
+        body = chunk.text if full_text else _snippet(chunk.text)
+        blocks.append(f"{rank}. [{hit.score:.3f}] {heading or chunk.chunk_id}\n{_indent(body)}")
+    return "\n\n".join(blocks)
+
+
+def report_as_text(report: IndexReport) -> str:
+    manifest = report.manifest or {}
+    size = f"{report.file_size_bytes / 1e6:.1f} MB" if report.file_size_bytes else "in memory"
+    lines = [
+        f"index       {report.db_path} ({size})",
+        f"backend     {report.backend}",
+        f"dimension   {report.dimension}",
+        f"chunks      {report.chunk_count}",
+        f"content     {manifest.get('content_hash', '')[:16] or '-'}",
+        f"model       {(manifest.get('model_fingerprint') or '-')[:16]}",
+        f"built       {manifest.get('built_at', '-')}",
+        f"versions    duckdb {manifest.get('duckdb_version', '-')},"
+        f" duckdb-vectors {manifest.get('package_version', '-')}",
+        f"sources     {len(report.sources)}",
+    ]
+    lines += [f"  {count:6d}  {source or '(none)'}" for source, count in report.sources.items()]
+    return "\n".join(lines)
+
+
+def summary_as_text(summary: IndexSummary) -> str:
+    lines = [
+        f"indexed {summary.folder} in {summary.seconds:.2f} s",
+        f"files   {summary.files_seen} seen: {summary.files_new} new, {summary.files_changed}"
+        f" changed, {summary.files_unchanged} unchanged, {len(summary.skipped)} skipped,"
+        f" {len(summary.failed)} failed",
+        f"chunks  {summary.chunks_added} added, {summary.chunks_updated} updated,"
+        f" {summary.chunks_unchanged} unchanged, {summary.chunks_embedded} embedded,"
+        f" {summary.chunks_pruned} pruned",
+    ]
+    for label, problems in (("skipped", summary.skipped), ("failed", summary.failed)):
+        lines += [f"  {label}: {problem.source}: {problem.reason}" for problem in problems]
+    return "\n".join(lines)
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"   {line}" for line in text.splitlines())

@@ -1,0 +1,197 @@
+"""The real ``duckdb-vectors`` console script, run in a subprocess against real indexes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import STATIC_MODEL
+
+from duckdb_vectors import VectorStore
+
+SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
+
+
+def run(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), **(env or {})}
+    return subprocess.run(
+        [SCRIPT, *arguments], capture_output=True, text=True, env=environment, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small docs folder indexed by the CLI itself."""
+    root = tmp_path_factory.mktemp("cli")
+    docs = root / "docs"
+    (docs / "guides").mkdir(parents=True)
+    (docs / "guides" / "retries.md").write_text(
+        "# Retries\n\nFailed requests are retried three times with backoff.\n"
+    )
+    (docs / "errors.md").write_text(
+        "---\nkind: reference\n---\n# Errors\n\nError E1234 means the API key is missing.\n"
+    )
+    (docs / "notes.txt").write_text("Plain notes about the embedded analytical database.\n")
+    (docs / "broken.md").write_bytes(b"\x00\x01binary")
+    db = root / "docs.duckdb"
+    result = run("index", str(docs), "--db", str(db), "--json")
+    assert result.returncode == 0, result.stderr
+    return db
+
+
+def test_index_prints_a_json_summary_and_reports_bad_files_on_stderr(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha text\n")
+    (docs / "bad.md").write_bytes(b"\x00binary")
+    result = run("index", str(docs), "--db", str(tmp_path / "x.duckdb"), "--json")
+    assert result.returncode == 0
+    summary = json.loads(result.stdout)
+    assert summary["files_new"] == 1 and summary["chunks_added"] == 1
+    assert summary["skipped"] == [
+        {"source": "bad.md", "reason": "binary file (application/octet-stream)"}
+    ]
+    assert "bad.md: skipped: binary file" in result.stderr
+    again = json.loads(run("index", str(docs), "--db", str(tmp_path / "x.duckdb"), "--json").stdout)
+    assert again["chunks_embedded"] == 0 and again["files_unchanged"] == 1
+
+
+def test_index_in_text_form(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha text\n")
+    result = run("index", str(docs), "--db", str(tmp_path / "x.duckdb"))
+    assert result.returncode == 0
+    assert "files   1 seen: 1 new" in result.stdout
+    assert "chunks  1 added" in result.stdout
+
+
+def test_index_of_a_folder_with_nothing_indexable_fails(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run("index", str(empty), "--db", str(tmp_path / "x.duckdb"))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: nothing was indexed from")
+
+
+def test_search_json(indexed: Path) -> None:
+    result = run("search", "how often are requests retried?", "--db", str(indexed), "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["query"] == "how often are requests retried?"
+    first = payload["results"][0]
+    assert first["source"] == "guides/retries.md" and first["rank"] == 1
+    assert first["title"] == "Retries" and "three times" in first["text"]
+    assert set(first) == {
+        "rank",
+        "score",
+        "chunk_id",
+        "source",
+        "title",
+        "position",
+        "text",
+        "metadata",
+        "vector_rank",
+        "text_rank",
+    }
+    assert result.stderr == ""
+
+
+def test_search_text_output_and_options(indexed: Path) -> None:
+    result = run("search", "E1234", "--db", str(indexed), "--top-k", "1")
+    assert result.returncode == 0
+    assert result.stdout.startswith("1. [") and "errors.md | Errors" in result.stdout
+    filtered = run(
+        "search", "requests", "--db", str(indexed), "--json", "--filter", '{"kind": "reference"}'
+    )
+    assert {r["source"] for r in json.loads(filtered.stdout)["results"]} == {"errors.md"}
+    vector_only = json.loads(
+        run("search", "database", "--db", str(indexed), "--json", "--vector-only").stdout
+    )
+    assert all(r["text_rank"] is None for r in vector_only["results"])
+    text_only = json.loads(
+        run("search", "E1234", "--db", str(indexed), "--json", "--text-only").stdout
+    )
+    assert [r["source"] for r in text_only["results"]] == ["errors.md"]
+    scoped = json.loads(
+        run(
+            "search",
+            "requests",
+            "--db",
+            str(indexed),
+            "--json",
+            "--where",
+            "source LIKE 'guides/%'",
+        ).stdout
+    )
+    assert {r["source"] for r in scoped["results"]} == {"guides/retries.md"}
+
+
+def test_report_json_reads_no_model(indexed: Path) -> None:
+    result = run(
+        "report", "--db", str(indexed), "--json", env={"DUCKDB_VECTORS_MODEL_PATH": "/nonexistent"}
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["chunk_count"] == 3 and report["dimension"] == 256
+    assert report["sources"] == {"errors.md": 1, "guides/retries.md": 1, "notes.txt": 1}
+    assert report["manifest"]["content_hash"] and report["file_size_bytes"] > 0
+    text = run("report", "--db", str(indexed)).stdout
+    assert "chunks      3" in text and "guides/retries.md" in text
+
+
+def test_environment_configures_the_cli(indexed: Path) -> None:
+    result = run("search", "E1234", "--json", env={"DUCKDB_VECTORS_DB_PATH": str(indexed)})
+    assert json.loads(result.stdout)["results"][0]["source"] == "errors.md"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "message"),
+    [
+        (["search", "x", "--db", "missing.duckdb"], 1, "does not exist; build an index first"),
+        (["search", "x", "--filter", "{bad"], 2, "--filter is not valid JSON"),
+        (["search", "x", "--filter", '{"a": {"$regex": "x"}}'], 2, "unknown operator $regex"),
+        (["search", "x", "--where", "1); DROP TABLE chunks; --"], 2, "where:"),
+        (["search", "x", "--backend", "hashing"], 1, "was built with backend"),
+        (["search", "x", "--top-k", "0"], 2, "Invalid value for '--top-k'"),
+        (["search", "x", "--vector-only", "--text-only"], 2, "exclude each other"),
+        (["search", "   "], 2, "non-empty string"),
+        (["index", "/definitely/not/here"], 1, "is not a folder"),
+    ],
+)
+def test_errors_are_one_line_with_an_exit_code(indexed: Path, arguments, code, message) -> None:
+    if "--db" not in arguments and arguments[0] == "search":
+        arguments = [*arguments, "--db", str(indexed)]
+    result = run(*arguments)
+    assert result.returncode == code, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert message in lines[-1]
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_locked_index_is_a_clear_error(indexed: Path) -> None:
+    writer = VectorStore(indexed, model_path=STATIC_MODEL)  # holds the write lock
+    try:
+        result = run("search", "x", "--db", str(indexed))
+    finally:
+        writer.close()
+    assert result.returncode == 1
+    assert "locked by another process" in result.stderr
+
+
+def test_debug_shows_the_traceback(indexed: Path) -> None:
+    result = run("--debug", "search", "x", "--db", "missing.duckdb")
+    assert result.returncode == 1 and "Traceback" in result.stderr
+
+
+@pytest.mark.parametrize("verb", ["index", "report", "search", "mcp"])
+def test_every_verb_has_help_with_an_example(verb: str) -> None:
+    result = run(verb, "--help")
+    assert result.returncode == 0
+    assert "Examples:" in result.stdout and f"duckdb-vectors {verb}" in result.stdout
