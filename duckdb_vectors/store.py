@@ -16,10 +16,9 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from .config import DEFAULT_BACKEND, FusionSettings, Settings
-from .db import Transaction, connect, first_line, is_open, scalar
+from .db import Transaction, column, connect, first_line, is_open, registered, scalar
 from .embedders import Embedder, EmbedderSpec, get_embedder
 from .errors import (
     IndexMismatchError,
@@ -147,8 +146,7 @@ class VectorStore:
         """Load the model and the in-memory index now, so the first query does not wait."""
         self._checked_embedder().warm_up()
         with self._lock:
-            if self.count():
-                self._searcher()
+            self._searcher()
 
     @property
     def embedder(self) -> Embedder:
@@ -477,9 +475,9 @@ class VectorStore:
         fused_or_rescored = (vector is not None and terms is not None) or rescore is not None
         depth = max(fusion.candidates, top_k) if fused_or_rescored else top_k
         with self._lock:
-            if self.count() == 0:
-                return []
             searcher = self._searcher()
+            if searcher is None:
+                return []
             try:
                 by_vector = (
                     None if vector is None else searcher.vector_ranking(vector, depth, scope)
@@ -509,24 +507,25 @@ class VectorStore:
             )
         ]
 
-    def _searcher(self) -> Searcher:
+    def _searcher(self) -> Searcher | None:
+        """What answers queries now, or None for an empty index."""
+        if self._memory is not None:  # the hot path: no SQL at all
+            return self._memory if len(self._memory) else None
+        if self.count() == 0:
+            return None
         if not self.settings.memory_index:
             return SqlSearcher(self._connection, self._dimension())
-        if self._memory is None:
-            self._memory = MemoryIndex.load(self._connection)
+        self._memory = MemoryIndex.load(self._connection)
         return self._memory
 
     def _rescore(self, fused: FusedRanking, expression: str) -> FusedRanking:
-        candidates = pa.table(
-            {
-                "key": fused.keys,
-                "score": fused.scores,
-                "vector_rank": pa.array(fused.vector_ranks, mask=fused.vector_ranks == 0),
-                "text_rank": pa.array(fused.text_ranks, mask=fused.text_ranks == 0),
-            }
-        )
-        self._connection.register("fused_candidates", candidates)
-        try:
+        candidates = {
+            "key": fused.keys,
+            "score": fused.scores,
+            "vector_rank": np.ma.masked_equal(fused.vector_ranks, 0),
+            "text_rank": np.ma.masked_equal(fused.text_ranks, 0),
+        }
+        with registered(self._connection, "fused_candidates", candidates):
             result = self._execute_user_sql(
                 f"SELECT key, CAST(({expression}) AS DOUBLE) AS score,"
                 " coalesce(vector_rank, 0), coalesce(text_rank, 0)"
@@ -534,8 +533,6 @@ class VectorStore:
                 " ORDER BY score DESC NULLS LAST, key",
                 [],
             ).fetchnumpy()
-        finally:
-            self._connection.unregister("fused_candidates")
         columns = list(result.values())
         return FusedRanking(
             np.asarray(columns[0], dtype=np.int64),
@@ -658,20 +655,20 @@ class VectorStore:
             [etags[i] for i in changed],
             [metadata_json[i] for i in changed],
             embeddings,
-            stamp,
         )
-        connection.register("new_chunks", rows)
-        connection.register("new_postings", postings)
-        try:
+        dimension = embeddings.shape[1]
+        with (
+            registered(connection, "new_chunks", rows),
+            registered(connection, "new_postings", postings),
+        ):
             connection.execute(
                 "INSERT INTO chunks (key, chunk_id, text, source, position, title, metadata, etag,"
                 " stamped_at, token_count, embedding) SELECT key, chunk_id, text, source, position,"
-                " title, metadata, etag, stamped_at, token_count, embedding FROM new_chunks"
+                f" title, metadata, etag, $1, token_count, CAST(embedding AS FLOAT[{dimension}])"
+                " FROM new_chunks",
+                [stamp],
             )
             connection.execute("INSERT INTO postings SELECT term, key, tf FROM new_postings")
-        finally:
-            connection.unregister("new_chunks")
-            connection.unregister("new_postings")
 
     def _restamp_unchanged(
         self, chunks: list[Chunk], changed: list[int], metadata_json: list[str], stamp: datetime
@@ -680,24 +677,19 @@ class VectorStore:
         same = [i for i in range(len(chunks)) if i not in changed_set]
         if not same:
             return
-        updates = pa.table(
-            {
-                "chunk_id": [chunks[i].chunk_id for i in same],
-                "source": [chunks[i].source for i in same],
-                "position": pa.array([chunks[i].position for i in same], type=pa.int32()),
-                "metadata": [metadata_json[i] for i in same],
-            }
-        )
-        self._connection.register("unchanged_chunks", updates)
-        try:
+        updates = {
+            "chunk_id": column([chunks[i].chunk_id for i in same]),
+            "source": column([chunks[i].source for i in same]),
+            "position": column([chunks[i].position for i in same], "int32"),
+            "metadata": column([metadata_json[i] for i in same]),
+        }
+        with registered(self._connection, "unchanged_chunks", updates):
             self._connection.execute(
                 "UPDATE chunks SET source = u.source, position = u.position,"
                 " metadata = CAST(u.metadata AS JSON), stamped_at = $1"
                 " FROM unchanged_chunks u WHERE chunks.chunk_id = u.chunk_id",
                 [stamp],
             )
-        finally:
-            self._connection.unregister("unchanged_chunks")
 
     def _delete_keys(self, keys: np.ndarray) -> None:
         if len(keys) == 0:
@@ -836,9 +828,8 @@ def _new_rows(
     etags: list[str],
     metadata_json: list[str],
     embeddings: np.ndarray,
-    stamp: datetime,
-) -> tuple[pa.Table, pa.Table]:
-    """Arrow tables of the chunk rows and their postings, ready for one bulk INSERT each."""
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Columns of the chunk rows and of their postings, ready for one bulk INSERT each."""
     token_counts, terms, term_keys, term_frequencies = [], [], [], []
     for key, chunk in zip(keys, chunks, strict=True):
         tokens = tokenize(_embedding_text(chunk))
@@ -847,30 +838,23 @@ def _new_rows(
             terms.append(term)
             term_keys.append(int(key))
             term_frequencies.append(frequency)
-    dimension = embeddings.shape[1]
-    flat = pa.array(np.ascontiguousarray(embeddings, dtype=np.float32).ravel())
-    rows = pa.table(
-        {
-            "key": keys,
-            "chunk_id": [chunk.chunk_id for chunk in chunks],
-            "text": [chunk.text for chunk in chunks],
-            "source": [chunk.source for chunk in chunks],
-            "position": pa.array([chunk.position for chunk in chunks], type=pa.int32()),
-            "title": [chunk.title for chunk in chunks],
-            "metadata": metadata_json,
-            "etag": etags,
-            "stamped_at": pa.array([stamp] * len(chunks), type=pa.timestamp("us", tz="UTC")),
-            "token_count": pa.array(token_counts, type=pa.int32()),
-            "embedding": pa.FixedSizeListArray.from_arrays(flat, dimension),
-        }
-    )
-    postings = pa.table(
-        {
-            "term": pa.array(terms, type=pa.string()),
-            "key": pa.array(term_keys, type=pa.int64()),
-            "tf": pa.array(term_frequencies, type=pa.int32()),
-        }
-    )
+    rows = {
+        "key": keys,
+        "chunk_id": column([chunk.chunk_id for chunk in chunks]),
+        "text": column([chunk.text for chunk in chunks]),
+        "source": column([chunk.source for chunk in chunks]),
+        "position": column([chunk.position for chunk in chunks], "int32"),
+        "title": column([chunk.title for chunk in chunks]),
+        "metadata": column(metadata_json),
+        "etag": column(etags),
+        "token_count": np.asarray(token_counts, dtype=np.int32),
+        "embedding": column(list(np.ascontiguousarray(embeddings, dtype=np.float32))),
+    }
+    postings = {
+        "term": column(terms),
+        "key": np.asarray(term_keys, dtype=np.int64),
+        "tf": np.asarray(term_frequencies, dtype=np.int32),
+    }
     return rows, postings
 
 

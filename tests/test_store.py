@@ -235,6 +235,13 @@ def test_an_empty_index_answers_with_no_results(store: VectorStore) -> None:
     assert store.count() == 0
 
 
+def test_a_new_index_creates_its_folder(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "folder" / "index.duckdb"
+    with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(["x"])
+    assert path.is_file()
+
+
 def test_in_memory_store(tmp_path: Path) -> None:
     with VectorStore(":memory:", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
         store.add_texts(["ephemeral text"])

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -70,7 +73,7 @@ class FastEmbedEmbedder(BaseEmbedder):
         return self._model
 
     def _load(self) -> Any:
-        from fastembed import TextEmbedding  # imported late: it costs ~0.4 s
+        TextEmbedding = _import_fastembed()  # imported late: it costs ~0.4 s
 
         if self.model_path is not None and not Path(self.model_path).is_dir():
             raise EmbedderError(f"model path {self.model_path} is not a directory")
@@ -105,7 +108,7 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
         self.model_file = spec.options.get("file")
 
     def _load(self) -> Any:
-        from fastembed import TextEmbedding
+        TextEmbedding = _import_fastembed()
         from fastembed.common.model_description import ModelSource, PoolingType
 
         directory = self.model_path or self._download()
@@ -140,6 +143,32 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
             raise EmbedderError(
                 f"cannot download {self.repo_id}: {error}; {_OFFLINE_HINT}"
             ) from error
+
+
+def _import_fastembed() -> Any:
+    if "onnxruntime" not in sys.modules:
+        with _native_stderr_silenced():
+            # On a read-only file system (a hardened container) onnxruntime cannot save its
+            # telemetry device id and says so on fd 2 at import; the message is noise there.
+            import onnxruntime  # noqa: F401
+    from fastembed import TextEmbedding
+
+    return TextEmbedding
+
+
+@contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null; Python exceptions still propagate normally."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _find_onnx_file(directory: Path) -> str:
