@@ -27,7 +27,9 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	rm -f quickstart.duckdb
+	rm -f demo.duckdb quickstart.duckdb
+	$(MODEL_ENV) $(BIN)/duckdb-vectors index examples/docs --db demo.duckdb
+	$(MODEL_ENV) $(BIN)/duckdb-vectors search "$(Q)" --db demo.duckdb --top-k 2
 	$(MODEL_ENV) $(BIN)/python examples/quickstart.py quickstart.duckdb
 
 test: install
@@ -66,4 +68,4 @@ hadolint: install
 	$(BIN)/hadolint Dockerfile.builder Dockerfile.runtime
 
 clean:
-	rm -rf $(VENV) .build quickstart.duckdb .pytest_cache .ruff_cache
+	rm -rf $(VENV) .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache

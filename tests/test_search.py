@@ -237,3 +237,29 @@ def test_lexical_weight_zero_is_vector_order(scifact_store: VectorStore) -> None
     finally:
         scifact_store.settings.fusion = FusionSettings()
     assert fused == vector_only
+
+
+def test_the_readme_ranking_sql_examples(store: VectorStore) -> None:
+    store.add_texts(
+        ids=["old-en", "new-en", "new-de", "blog"],
+        texts=["release notes for install on linux"] * 3 + ["install on linux, a blog post"],
+        sources=["guides/old.md", "guides/new.md", "guides/neu.md", "blog/post.md"],
+        metadatas=[
+            {"lang": "en", "updated": "2020-01-01"},
+            {"lang": "en", "updated": "2026-11-01"},
+            {"lang": "de", "updated": "2026-11-01"},
+            {"lang": "en", "updated": "2026-11-01"},
+        ],
+    )
+    scoped = store.query(
+        "install on linux", where="source LIKE 'guides/%' AND metadata->>'$.lang' = 'en'"
+    )
+    assert {hit.chunk.chunk_id for hit in scoped} == {"old-en", "new-en"}
+    recent_first = store.query(
+        "release notes",
+        rescore="score * pow(0.5, date_diff('day', CAST(metadata->>'$.updated' AS DATE), "
+        "current_date) / 90.0)",
+    )
+    ranked = [hit.chunk.chunk_id for hit in recent_first]
+    assert ranked.index("new-en") < ranked.index("old-en")
+    assert recent_first[-1].chunk.chunk_id == "old-en"  # six years old: decayed to the bottom
