@@ -44,11 +44,11 @@ import json, resource, sys, time
 from pathlib import Path
 from duckdb_vectors import get_embedder
 from duckdb_vectors.chunkers import default_chunker
-from duckdb_vectors.store import _embedding_text
+from duckdb_vectors.rows import embedding_text
 chunker = default_chunker()
 texts = []
 for path in sorted(Path(sys.argv[1]).rglob("*.md")):
-    texts += [_embedding_text(c) for c in chunker.chunk_bytes(path.read_bytes(), path.name)]
+    texts += [embedding_text(c) for c in chunker.chunk_bytes(path.read_bytes(), path.name)]
 backend = "fastembed:minishlab/potion-multilingual-128M"
 embedder = get_embedder(backend, model_path=Path(sys.argv[2]))
 embedder.embed(["warm"])

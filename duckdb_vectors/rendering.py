@@ -12,6 +12,7 @@ from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
 
 SNIPPET_CHARS = 240
+REPORT_SOURCES = 50  # the text form lists at most this many sources; JSON lists all
 
 
 def hit_record(rank: int, hit: SearchResult) -> dict[str, Any]:
@@ -63,7 +64,10 @@ def report_as_text(report: IndexReport) -> str:
         f" duckdb-vectors {manifest.get('package_version', '-')}",
         f"sources     {len(report.sources)}",
     ]
-    lines += [f"  {count:6d}  {source or '(none)'}" for source, count in report.sources.items()]
+    listed = list(report.sources.items())[:REPORT_SOURCES]
+    lines += [f"  {count:6d}  {source or '(none)'}" for source, count in listed]
+    if len(report.sources) > REPORT_SOURCES:
+        lines.append(f"  ... and {len(report.sources) - REPORT_SOURCES} more (see --json)")
     return "\n".join(lines)
 
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import threading
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from . import rows
 from .config import DEFAULT_BACKEND, FusionSettings, Settings
 from .db import Transaction, column, connect, first_line, is_open, registered, scalar
 from .embedders import Embedder, EmbedderSpec, get_embedder
@@ -196,7 +195,7 @@ class VectorStore:
         for index, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"texts[{index}] must be a string, got {type(text).__name__}")
-        chunk_ids = list(ids) if ids is not None else [_text_id(text) for text in texts]
+        chunk_ids = list(ids) if ids is not None else [rows.text_id(text) for text in texts]
         chunks = [
             Chunk(
                 chunk_id=chunk_ids[i],
@@ -555,10 +554,10 @@ class VectorStore:
         self._require_writable()
         if not chunks:
             return WriteStats()
-        _check_unique_ids(chunks)
-        metadata_json = [_metadata_json(chunk, index) for index, chunk in enumerate(chunks)]
+        rows.check_unique_ids(chunks)
+        metadata_json = [rows.metadata_json(chunk, index) for index, chunk in enumerate(chunks)]
         etags = [
-            _etag(chunk, None if vectors is None else vectors[index])
+            rows.etag(chunk, None if vectors is None else vectors[index])
             for index, chunk in enumerate(chunks)
         ]
         stamp = stamp or datetime.now(timezone.utc)
@@ -597,7 +596,7 @@ class VectorStore:
         stored = self._stored_embeddings(etags)
         missing = [i for i, etag in enumerate(etags) if etag not in stored]
         computed = (
-            self._checked_embedder().embed([_embedding_text(chunks[i]) for i in missing])
+            self._checked_embedder().embed([rows.embedding_text(chunks[i]) for i in missing])
             if missing
             else None
         )
@@ -649,7 +648,7 @@ class VectorStore:
         self._delete_keys(old)
         first_key = int(scalar(connection, "SELECT coalesce(max(key), 0) + 1 FROM chunks"))
         keys = np.arange(first_key, first_key + len(changed), dtype=np.int64)
-        rows, postings = _new_rows(
+        chunk_rows, postings = rows.new_rows(
             [chunks[i] for i in changed],
             keys,
             [etags[i] for i in changed],
@@ -658,7 +657,7 @@ class VectorStore:
         )
         dimension = embeddings.shape[1]
         with (
-            registered(connection, "new_chunks", rows),
+            registered(connection, "new_chunks", chunk_rows),
             registered(connection, "new_postings", postings),
         ):
             connection.execute(
@@ -820,80 +819,6 @@ class VectorStore:
                 raise
             finally:
                 self._transaction_depth = 0
-
-
-def _new_rows(
-    chunks: list[Chunk],
-    keys: np.ndarray,
-    etags: list[str],
-    metadata_json: list[str],
-    embeddings: np.ndarray,
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Columns of the chunk rows and of their postings, ready for one bulk INSERT each."""
-    token_counts, terms, term_keys, term_frequencies = [], [], [], []
-    for key, chunk in zip(keys, chunks, strict=True):
-        tokens = tokenize(_embedding_text(chunk))
-        token_counts.append(len(tokens))
-        for term, frequency in Counter(tokens).items():
-            terms.append(term)
-            term_keys.append(int(key))
-            term_frequencies.append(frequency)
-    rows = {
-        "key": keys,
-        "chunk_id": column([chunk.chunk_id for chunk in chunks]),
-        "text": column([chunk.text for chunk in chunks]),
-        "source": column([chunk.source for chunk in chunks]),
-        "position": column([chunk.position for chunk in chunks], "int32"),
-        "title": column([chunk.title for chunk in chunks]),
-        "metadata": column(metadata_json),
-        "etag": column(etags),
-        "token_count": np.asarray(token_counts, dtype=np.int32),
-        "embedding": column(list(np.ascontiguousarray(embeddings, dtype=np.float32))),
-    }
-    postings = {
-        "term": column(terms),
-        "key": np.asarray(term_keys, dtype=np.int64),
-        "tf": np.asarray(term_frequencies, dtype=np.int32),
-    }
-    return rows, postings
-
-
-def _embedding_text(chunk: Chunk) -> str:
-    """What gets embedded and tokenized: the title breadcrumb as context, then the text."""
-    return f"{chunk.title}\n\n{chunk.text}" if chunk.title else chunk.text
-
-
-def _etag(chunk: Chunk, vector: np.ndarray | None) -> str:
-    digest = hashlib.sha256()
-    digest.update((chunk.title or "").encode("utf-8", "surrogatepass"))
-    digest.update(b"\x1f")
-    digest.update(chunk.text.encode("utf-8", "surrogatepass"))
-    if vector is not None:
-        digest.update(b"\x1f")
-        digest.update(np.ascontiguousarray(vector, dtype=np.float32).tobytes())
-    return digest.hexdigest()[:32]
-
-
-def _text_id(text: str) -> str:
-    return "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def _metadata_json(chunk: Chunk, index: int) -> str:
-    try:
-        return json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"metadata of chunk {index} ({chunk.chunk_id!r}) is not JSON-serialisable: {error}"
-        ) from error
-
-
-def _check_unique_ids(chunks: list[Chunk]) -> None:
-    counts = Counter(chunk.chunk_id for chunk in chunks)
-    duplicates = [chunk_id for chunk_id, count in counts.items() if count > 1]
-    if duplicates:
-        raise ValueError(f"duplicate ids in one write: {duplicates[:5]}")
-    if any(not chunk.chunk_id for chunk in chunks):
-        raise ValueError("chunk ids must be non-empty strings")
 
 
 def _check_top_k(top_k: int) -> None:

@@ -195,3 +195,22 @@ def test_every_verb_has_help_with_an_example(verb: str) -> None:
     result = run(verb, "--help")
     assert result.returncode == 0
     assert "Examples:" in result.stdout and f"duckdb-vectors {verb}" in result.stdout
+
+
+def test_the_text_report_lists_at_most_fifty_sources() -> None:
+    from duckdb_vectors import IndexReport
+    from duckdb_vectors.rendering import report_as_text
+
+    sources = {f"doc{i:03d}.md": 1 for i in range(120)}
+    report = IndexReport(
+        db_path="x.duckdb",
+        file_size_bytes=1,
+        backend="hashing",
+        dimension=8,
+        chunk_count=120,
+        sources=sources,
+        manifest=None,
+    )
+    text = report_as_text(report)
+    assert "doc049.md" in text and "doc050.md" not in text
+    assert text.endswith("... and 70 more (see --json)")

@@ -1,0 +1,87 @@
+"""How chunks become rows: ids, etags, metadata JSON, the embedded text, and postings."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+
+import numpy as np
+
+from .db import column
+from .models import Chunk
+from .tokenizer import tokenize
+
+
+def new_rows(
+    chunks: list[Chunk],
+    keys: np.ndarray,
+    etags: list[str],
+    metadata_json: list[str],
+    embeddings: np.ndarray,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Columns of the chunk rows and of their postings, ready for one bulk INSERT each."""
+    token_counts, terms, term_keys, term_frequencies = [], [], [], []
+    for key, chunk in zip(keys, chunks, strict=True):
+        tokens = tokenize(embedding_text(chunk))
+        token_counts.append(len(tokens))
+        for term, frequency in Counter(tokens).items():
+            terms.append(term)
+            term_keys.append(int(key))
+            term_frequencies.append(frequency)
+    rows = {
+        "key": keys,
+        "chunk_id": column([chunk.chunk_id for chunk in chunks]),
+        "text": column([chunk.text for chunk in chunks]),
+        "source": column([chunk.source for chunk in chunks]),
+        "position": column([chunk.position for chunk in chunks], "int32"),
+        "title": column([chunk.title for chunk in chunks]),
+        "metadata": column(metadata_json),
+        "etag": column(etags),
+        "token_count": np.asarray(token_counts, dtype=np.int32),
+        "embedding": column(list(np.ascontiguousarray(embeddings, dtype=np.float32))),
+    }
+    postings = {
+        "term": column(terms),
+        "key": np.asarray(term_keys, dtype=np.int64),
+        "tf": np.asarray(term_frequencies, dtype=np.int32),
+    }
+    return rows, postings
+
+
+def embedding_text(chunk: Chunk) -> str:
+    """What gets embedded and tokenized: the title breadcrumb as context, then the text."""
+    return f"{chunk.title}\n\n{chunk.text}" if chunk.title else chunk.text
+
+
+def etag(chunk: Chunk, vector: np.ndarray | None) -> str:
+    digest = hashlib.sha256()
+    digest.update((chunk.title or "").encode("utf-8", "surrogatepass"))
+    digest.update(b"\x1f")
+    digest.update(chunk.text.encode("utf-8", "surrogatepass"))
+    if vector is not None:
+        digest.update(b"\x1f")
+        digest.update(np.ascontiguousarray(vector, dtype=np.float32).tobytes())
+    return digest.hexdigest()[:32]
+
+
+def text_id(text: str) -> str:
+    return "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def metadata_json(chunk: Chunk, index: int) -> str:
+    try:
+        return json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"metadata of chunk {index} ({chunk.chunk_id!r}) is not JSON-serialisable: {error}"
+        ) from error
+
+
+def check_unique_ids(chunks: list[Chunk]) -> None:
+    counts = Counter(chunk.chunk_id for chunk in chunks)
+    duplicates = [chunk_id for chunk_id, count in counts.items() if count > 1]
+    if duplicates:
+        raise ValueError(f"duplicate ids in one write: {duplicates[:5]}")
+    if any(not chunk.chunk_id for chunk in chunks):
+        raise ValueError("chunk ids must be non-empty strings")
