@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,13 @@ import click
 
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError
 from .indexer import DEFAULT_MAX_FILE_BYTES, index_folder
-from .rendering import hits_as_text, report_as_text, search_record, summary_as_text
+from .rendering import (
+    evaluation_as_text,
+    hits_as_text,
+    report_as_text,
+    search_record,
+    summary_as_text,
+)
 from .store import MAX_TOP_K, VectorStore
 
 EXIT_ERROR = 1
@@ -191,6 +198,70 @@ def search(
         click.echo(json.dumps(search_record(query, hits), ensure_ascii=False, indent=2))
     else:
         click.echo(hits_as_text(hits, full_text=full))
+
+
+@cli.command(
+    "eval",
+    epilog="""\b
+Examples:
+  duckdb-vectors eval --queries queries.jsonl --qrels qrels/test.tsv --db corpus.duckdb
+  duckdb-vectors eval --queries q.jsonl --qrels q.tsv --by source --modes hybrid,text --json
+""",
+)
+@store_options
+@click.option(
+    "--queries",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help='BEIR queries.jsonl: one {"_id", "text"} per line.',
+)
+@click.option(
+    "--qrels",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="BEIR qrels TSV with a query-id, corpus-id, score header.",
+)
+@click.option(
+    "--by",
+    type=click.Choice(["chunk_id", "source"]),
+    default="chunk_id",
+    show_default=True,
+    help="What corpus ids name: chunks, or documents (found when any of their chunks is).",
+)
+@click.option(
+    "--modes",
+    default="hybrid,vector,text",
+    show_default=True,
+    help="Comma-separated ranking modes to compare.",
+)
+def evaluate_command(
+    db_path: Path | None,
+    backend: str | None,
+    model_path: Path | None,
+    as_json: bool,
+    queries: Path,
+    qrels: Path,
+    by: str,
+    modes: str,
+) -> None:
+    """Measure the index on judged queries: nDCG@10, Recall@10/100, MRR@10, latency."""
+    from .evaluation import MODES, evaluate, load_qrels, load_queries
+
+    chosen = [mode.strip() for mode in modes.split(",") if mode.strip()]
+    unknown = sorted(set(chosen) - set(MODES))
+    if unknown or not chosen:
+        raise click.BadParameter(
+            f"unknown mode {unknown}; use {', '.join(MODES)}", param_hint="--modes"
+        )
+    judgments = load_qrels(qrels)
+    if not judgments:
+        raise click.BadParameter(f"{qrels} has no positive judgments", param_hint="--qrels")
+    with VectorStore(db_path, backend, model_path=model_path, read_only=True) as store:
+        reports = evaluate(store, load_queries(queries), judgments, chosen, by=by)  # type: ignore[arg-type]
+    if as_json:
+        click.echo(json.dumps({m: asdict(r) for m, r in reports.items()}, indent=2))
+    else:
+        click.echo(evaluation_as_text(reports))
 
 
 @cli.command(

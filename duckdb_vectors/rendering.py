@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .evaluation import ModeReport
 from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
 
@@ -83,6 +84,21 @@ def summary_as_text(summary: IndexSummary) -> str:
     ]
     for label, problems in (("skipped", summary.skipped), ("failed", summary.failed)):
         lines += [f"  {label}: {problem.source}: {problem.reason}" for problem in problems]
+    return "\n".join(lines)
+
+
+def evaluation_as_text(reports: dict[str, ModeReport]) -> str:
+    lines = [
+        f"{'mode':8} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'MRR@10':>7}"
+        f" {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}"
+    ]
+    for mode, report in reports.items():
+        latency = report.latency_ms
+        lines.append(
+            f"{mode:8} {report.ndcg_at_10:8.4f} {report.recall_at_10:7.4f}"
+            f" {report.recall_at_100:7.4f} {report.mrr_at_10:7.4f} {latency.get('p50', 0):8.2f}"
+            f" {latency.get('p95', 0):8.2f} {latency.get('p99', 0):8.2f}"
+        )
     return "\n".join(lines)
 
 

@@ -190,7 +190,7 @@ def test_debug_shows_the_traceback(indexed: Path) -> None:
     assert result.returncode == 1 and "Traceback" in result.stderr
 
 
-@pytest.mark.parametrize("verb", ["index", "report", "search", "mcp"])
+@pytest.mark.parametrize("verb", ["index", "report", "search", "mcp", "eval"])
 def test_every_verb_has_help_with_an_example(verb: str) -> None:
     result = run(verb, "--help")
     assert result.returncode == 0

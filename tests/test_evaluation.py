@@ -1,0 +1,107 @@
+"""The eval metrics against trec_eval's own implementation, and the ``eval`` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pytrec_eval
+from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
+
+from duckdb_vectors import VectorStore
+from duckdb_vectors.evaluation import (
+    load_qrels,
+    load_queries,
+    mrr_at,
+    ndcg_at,
+    recall_at,
+)
+
+XQUAD_EN = EVALDATA / "ir" / "xquad-r-paragraphs" / "en"
+SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
+
+
+@pytest.fixture(scope="module")
+def xquad_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import gzip
+
+    with gzip.open(XQUAD_EN / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
+        documents = [json.loads(line) for line in handle]
+    path = tmp_path_factory.mktemp("eval") / "xquad-en.duckdb"
+    with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts([d["text"] for d in documents], ids=[d["_id"] for d in documents])
+    return path
+
+
+def test_metrics_match_trec_eval_on_a_real_run(xquad_index: Path) -> None:
+    queries = load_queries(XQUAD_EN / "queries.jsonl")
+    qrels = load_qrels(XQUAD_EN / "qrels" / "test.tsv")
+    judged = list(qrels)[:300]
+    with VectorStore(xquad_index, model_path=STATIC_MODEL, read_only=True) as store:
+        rankings = {q: [h.chunk.chunk_id for h in store.query(queries[q], 100)] for q in judged}
+    # trec_eval ranks by score: give each hit a strictly decreasing score.
+    run = {q: {doc: 1000.0 - i for i, doc in enumerate(docs)} for q, docs in rankings.items()}
+    measures = {"ndcg_cut.10", "recall.10,100", "recip_rank"}
+    reference = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in judged}, measures)
+    expected = reference.evaluate(run)
+    for q in judged:
+        ours, theirs = rankings[q], expected[q]
+        assert ndcg_at(ours, qrels[q], 10) == pytest.approx(theirs["ndcg_cut_10"], abs=1e-9)
+        assert recall_at(ours, qrels[q], 10) == pytest.approx(theirs["recall_10"])
+        assert recall_at(ours, qrels[q], 100) == pytest.approx(theirs["recall_100"])
+        # trec_eval's reciprocal rank is not cut off; ours stops at 10.
+        assert mrr_at(ours, qrels[q], 100) == pytest.approx(theirs["recip_rank"])
+
+
+def test_eval_command_json(xquad_index: Path) -> None:
+    environment = {**os.environ, "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL)}
+    result = subprocess.run(
+        [
+            SCRIPT,
+            "eval",
+            "--db",
+            str(xquad_index),
+            "--queries",
+            str(XQUAD_EN / "queries.jsonl"),
+            "--qrels",
+            str(XQUAD_EN / "qrels" / "test.tsv"),
+            "--modes",
+            "hybrid,text",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    reports = json.loads(result.stdout)
+    assert set(reports) == {"hybrid", "text"}
+    assert reports["hybrid"]["ndcg_at_10"] > 0.9 and reports["text"]["recall_at_100"] > 0.9
+    assert set(reports["hybrid"]["latency_ms"]) == {"p50", "p95", "p99"}
+
+
+def test_eval_command_refuses_unknown_modes(xquad_index: Path) -> None:
+    result = subprocess.run(
+        [
+            SCRIPT,
+            "eval",
+            "--db",
+            str(xquad_index),
+            "--queries",
+            str(XQUAD_EN / "queries.jsonl"),
+            "--qrels",
+            str(XQUAD_EN / "qrels" / "test.tsv"),
+            "--modes",
+            "hybrid,magic",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "unknown mode ['magic']" in result.stderr
