@@ -17,7 +17,6 @@ tokenizer that built it.
 from __future__ import annotations
 
 import unicodedata
-from collections import Counter
 
 import regex
 
@@ -42,12 +41,6 @@ def tokenize(text: str) -> list[str]:
         else:
             tokens.extend(_cjk_grams(cjk))
     return tokens
-
-
-def term_frequencies(text: str) -> tuple[Counter[str], int]:
-    """The term counts of ``text`` and its length in tokens (BM25's document length)."""
-    tokens = tokenize(text)
-    return Counter(tokens), len(tokens)
 
 
 def _cjk_grams(run: str) -> list[str]:
