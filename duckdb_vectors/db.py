@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,13 +36,28 @@ def connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     except duckdb.IOException as error:
         message = first_line(error)
         if "lock" in message.lower():
-            raise DuckDBVectorsError(
-                f"{path} is locked by another process that has it open for writing; "
-                "stop that process or wait for it to finish"
-            ) from None
+            raise DuckDBVectorsError(_lock_message(path, read_only, str(error))) from None
         raise NotAnIndexError(f"{path} cannot be opened: {message}") from None
+    except duckdb.ConnectionException as error:
+        if "different configuration" not in str(error):
+            raise NotAnIndexError(f"{path} cannot be opened: {first_line(error)}") from None
+        raise DuckDBVectorsError(
+            f"{path} is already open in this process {'read-write' if read_only else 'read-only'};"
+            " close that store first, or open this one the same way"
+        ) from None
     except duckdb.Error as error:
         raise NotAnIndexError(f"{path} is not a DuckDB index file: {first_line(error)}") from None
+
+
+def _lock_message(path: Path, read_only: bool, error: str) -> str:
+    holder = re.search(r"PID (\d+)", error)
+    who = f"another process (PID {holder.group(1)})" if holder else "another process"
+    if read_only:
+        return f"{path} is locked: {who} has it open for writing; wait for it to finish"
+    return (
+        f"{path} is locked: {who} has it open, and writing needs the file to itself;"
+        " stop its readers and servers (or the other writer) first"
+    )
 
 
 def first_row(

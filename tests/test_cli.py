@@ -182,7 +182,8 @@ def test_a_locked_index_is_a_clear_error(indexed: Path) -> None:
     finally:
         writer.close()
     assert result.returncode == 1
-    assert "locked by another process" in result.stderr
+    assert "is locked: another process (PID" in result.stderr
+    assert "has it open for writing" in result.stderr
 
 
 def test_debug_shows_the_traceback(indexed: Path) -> None:

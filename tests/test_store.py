@@ -189,6 +189,16 @@ def test_several_read_only_stores_share_a_file(db_path: Path) -> None:
         reader.close()
 
 
+def test_one_file_opened_two_ways_in_one_process_is_a_clear_error(db_path: Path) -> None:
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(["x"])
+    with VectorStore(db_path, read_only=True):
+        with pytest.raises(DuckDBVectorsError, match="already open in this process read-only"):
+            VectorStore(db_path)
+        with VectorStore(db_path, read_only=True) as second_reader:
+            assert second_reader.count() == 1
+
+
 def test_opening_a_missing_file_read_only_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(NotAnIndexError, match="does not exist"):
         VectorStore(tmp_path / "nope.duckdb", read_only=True)

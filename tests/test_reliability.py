@@ -1,0 +1,236 @@
+"""Reliability, the fast CI version of bench/crash_trials.py and bench/concurrency.py.
+
+* kill -9 of an indexing run midway (three points, made deterministic by a slow chunker that
+  writes a marker file) leaves the previous index intact, and the next run completes it to the
+  same content hash as an uninterrupted run;
+* read-only readers (SDK processes and ``duckdb-vectors mcp`` servers) share one file and give
+  identical answers with no errors;
+* a writer while they hold it fails fast with a clear "locked" error.
+
+Run with ``.venv/bin/pytest tests/test_reliability.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
+from mcp import Client, StdioServerParameters
+
+from duckdb_vectors import DuckDBVectorsError, VectorStore, index_folder
+
+pytestmark = pytest.mark.slow
+
+DUCKDB_DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"
+SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
+QUERIES = [
+    "how do I read a parquet file?",
+    "window functions",
+    "ATTACH a database",
+    "COPY TO csv with header",
+    "list_transform lambda",
+]
+FOLDER_FILES = 150  # a spread-out subset of the DuckDB docs keeps every run about a second
+BASELINE_FILES = 20
+
+KILLED_RUN = """
+import sys, time
+from pathlib import Path
+from duckdb_vectors import VectorStore, index_folder
+from duckdb_vectors.chunkers import default_chunker
+
+composite, seen, midway = default_chunker(), [], int(sys.argv[5])
+
+class Slow:
+    def chunk_bytes(self, data, source):
+        seen.append(source)
+        if len(seen) == midway:
+            Path(sys.argv[3]).write_text("midway")
+        if len(seen) > midway:
+            time.sleep(0.05)
+        return composite.chunk_bytes(data, source)
+
+store = VectorStore(sys.argv[1], sys.argv[6], model_path=sys.argv[4])
+index_folder(store, sys.argv[2], chunker=Slow())
+"""
+
+SDK_READER = """
+import json, sys, time
+from pathlib import Path
+from duckdb_vectors import VectorStore
+db, model, seconds, result, ready = sys.argv[1], sys.argv[2], float(sys.argv[3]), *sys.argv[4:6]
+answers, errors, served = {}, [], 0
+with VectorStore(db, model_path=model, read_only=True) as store:
+    store.warm_up()
+    Path(ready).write_text("ready")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for query in json.loads(sys.argv[6]):
+            try:
+                ids = [hit.chunk.chunk_id for hit in store.query(query, top_k=5)]
+                answers.setdefault(query, [])
+                if ids not in answers[query]:
+                    answers[query].append(ids)
+                served += 1
+            except Exception as error:
+                errors.append(f"{type(error).__name__}: {error}")
+Path(result).write_text(json.dumps({"served": served, "errors": errors, "answers": answers}))
+"""
+
+
+def open_store(path: Path, **options) -> VectorStore:
+    return VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL, **options)
+
+
+def copy_subset(target: Path, count: int) -> Path:
+    every = sorted(path for path in DUCKDB_DOCS.rglob("*.md") if path.is_file())
+    for path in every[:: len(every) // count][:count]:
+        destination = target / path.relative_to(DUCKDB_DOCS)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination)
+    return target
+
+
+def state(store: VectorStore) -> tuple[int, str | None, dict[str, list[str]]]:
+    top3 = {q: [hit.chunk.chunk_id for hit in store.query(q, top_k=3)] for q in QUERIES}
+    return store.count(), store.manifest.content_hash, top3
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The folder, a baseline index of a few of its files, and an uninterrupted full index."""
+    root = tmp_path_factory.mktemp("reliability")
+    folder = copy_subset(root / "docs", FOLDER_FILES)
+    small = copy_subset(root / "small", BASELINE_FILES)
+    with open_store(root / "baseline.duckdb") as store:
+        index_folder(store, small)
+    with open_store(root / "full.duckdb") as store:
+        index_folder(store, folder)
+    return {
+        "folder": folder,
+        "baseline": root / "baseline.duckdb",
+        "full": root / "full.duckdb",
+    }
+
+
+@pytest.mark.parametrize("midway", [10, 60, 120])
+def test_kill_9_midway_keeps_the_old_index_and_the_next_run_completes_it(
+    corpus: dict[str, Path], tmp_path: Path, midway: int
+) -> None:
+    db_path = tmp_path / "killed.duckdb"
+    shutil.copyfile(corpus["baseline"], db_path)
+    with open_store(corpus["baseline"], read_only=True) as store:
+        before = state(store)
+    marker, script = tmp_path / "midway", tmp_path / "killed_run.py"
+    script.write_text(KILLED_RUN)
+    arguments = [db_path, corpus["folder"], marker, STATIC_MODEL, midway, DEFAULT_BACKEND]
+    process = subprocess.Popen([sys.executable, str(script), *map(str, arguments)])
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.02)
+    assert marker.exists(), "the indexer never got midway"
+    assert process.poll() is None, "the indexer finished before the kill"
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+
+    with open_store(db_path, read_only=True) as reopened:
+        assert state(reopened) == before
+    with open_store(db_path) as store:
+        index_folder(store, corpus["folder"])
+    with open_store(db_path, read_only=True) as resumed:
+        after = state(resumed)
+    with open_store(corpus["full"], read_only=True) as fresh:
+        assert after == state(fresh)
+
+
+async def mcp_reader(db: Path, seconds: float, ready: list[int]) -> dict[str, object]:
+    parameters = StdioServerParameters(
+        command=SCRIPT,
+        args=["mcp", "--db", str(db)],
+        env={"HF_HUB_OFFLINE": "1", "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL)},
+    )
+    answers: dict[str, list[list[str]]] = {}
+    errors, served = [], 0
+    async with Client(parameters, mode="legacy", read_timeout_seconds=60) as client:
+        await client.call_tool("search", {"query": QUERIES[0], "top_k": 5})
+        ready.append(1)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for query in QUERIES:
+                result = await client.call_tool("search", {"query": query, "top_k": 5})
+                if result.is_error:
+                    errors.append(str(result.content))
+                    continue
+                ids = [hit["chunk_id"] for hit in result.structured_content["results"]]
+                answers.setdefault(query, [])
+                if ids not in answers[query]:
+                    answers[query].append(ids)
+                served += 1
+    return {"served": served, "errors": errors, "answers": answers}
+
+
+def test_concurrent_readers_agree_and_a_writer_gets_a_clear_lock_error(
+    corpus: dict[str, Path], tmp_path: Path
+) -> None:
+    db, seconds = corpus["full"], 5.0
+    with open_store(db, read_only=True) as store:
+        expected = {q: [[hit.chunk.chunk_id for hit in store.query(q, top_k=5)]] for q in QUERIES}
+        content_hash = store.manifest.content_hash
+    readers = []
+    for i in range(2):
+        command = [SDK_READER, db, STATIC_MODEL, seconds, tmp_path / f"sdk-{i}.json"]
+        command += [tmp_path / f"sdk-{i}.ready", json.dumps(QUERIES)]
+        readers.append(subprocess.Popen([sys.executable, "-c", *map(str, command)]))
+    results: list[dict[str, object]] = []
+    lock: dict[str, object] = {}
+
+    def try_to_write() -> None:
+        begin = time.perf_counter()
+        with pytest.raises(DuckDBVectorsError, match="locked") as raised:
+            open_store(db)
+        lock.update(seconds=time.perf_counter() - begin, message=str(raised.value))
+        lock["readers_alive"] = all(reader.poll() is None for reader in readers)
+
+    async def scenario() -> None:
+        ready: list[int] = []
+
+        async def one_reader() -> None:
+            results.append(await mcp_reader(db, seconds, ready))
+
+        async def writer() -> None:
+            with anyio.fail_after(60):
+                while len(ready) < 2 or not all(
+                    (tmp_path / f"sdk-{i}.ready").exists() for i in range(2)
+                ):
+                    await anyio.sleep(0.05)
+            await anyio.to_thread.run_sync(try_to_write)
+
+        with anyio.fail_after(90):
+            async with anyio.create_task_group() as group:
+                group.start_soon(one_reader)
+                group.start_soon(one_reader)
+                group.start_soon(writer)
+
+    anyio.run(scenario)
+    for reader in readers:
+        assert reader.wait(timeout=60) == 0
+    results += [json.loads((tmp_path / f"sdk-{i}.json").read_text()) for i in range(2)]
+
+    assert len(results) == 4
+    for result in results:
+        assert result["errors"] == []
+        assert result["served"] > 0
+        assert result["answers"] == expected
+    assert lock["readers_alive"], "the readers must still hold the file during the writer test"
+    assert lock["seconds"] < 5
+    assert str(db) in lock["message"]
+    with open_store(db, read_only=True) as store:
+        assert store.manifest.content_hash == content_hash
