@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 SHARED ?= ../shared
 BIN := $(VENV)/bin
-PY_SOURCES := duckdb_vectors tests examples $(wildcard bench)
+PY_SOURCES := duckdb_vectors tests examples bench docker
 # Offline machines (CI here) load the model from a local folder; with network it downloads.
 LOCAL_MODEL := $(wildcard $(SHARED)/models/static-256-wordllama)
 MODEL_PATH ?= $(LOCAL_MODEL)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -124,5 +124,9 @@ def registered(
     connection.register(name, table)
     try:
         yield
-    finally:
-        connection.unregister(name)
+    except BaseException:
+        # In an aborted transaction unregister fails too; keep the original error visible.
+        with suppress(duckdb.Error):
+            connection.unregister(name)
+        raise
+    connection.unregister(name)

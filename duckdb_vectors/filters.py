@@ -12,12 +12,14 @@ literals, so a filter cannot change the statement it is part of.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
 from .errors import InvalidFilterError
 
 Primitive = str | int | float | bool
+MAX_DEPTH = 100
 _COMPARISONS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _NUMERIC_TYPES = "('BIGINT', 'UBIGINT', 'DOUBLE')"
 
@@ -28,18 +30,20 @@ class _Compiler:
         self.parameter_offset = parameter_offset
         self.parameters: list[Any] = []
 
-    def compile(self, node: Any) -> str:
+    def compile(self, node: Any, depth: int = 0) -> str:
         if not isinstance(node, dict) or not node:
-            raise InvalidFilterError(f"a filter must be a non-empty JSON object, got {node!r}")
-        clauses = [self._clause(key, value) for key, value in node.items()]
+            raise InvalidFilterError(f"a filter must be a non-empty JSON object, got {node!r:.80}")
+        if depth > MAX_DEPTH:
+            raise InvalidFilterError(f"filter nested deeper than {MAX_DEPTH} levels")
+        clauses = [self._clause(_checked_key(key), value, depth) for key, value in node.items()]
         return clauses[0] if len(clauses) == 1 else "(" + " AND ".join(clauses) + ")"
 
-    def _clause(self, key: str, value: Any) -> str:
+    def _clause(self, key: str, value: Any, depth: int) -> str:
         if key in ("$and", "$or"):
             if not isinstance(value, list) or not value:
                 raise InvalidFilterError(f"{key} needs a non-empty list of filters")
             joiner = " AND " if key == "$and" else " OR "
-            return "(" + joiner.join(self.compile(item) for item in value) + ")"
+            return "(" + joiner.join(self.compile(item, depth + 1) for item in value) + ")"
         if key.startswith("$"):
             raise InvalidFilterError(f"unknown operator {key} at the top level; use a field name")
         if isinstance(value, dict):
@@ -79,11 +83,11 @@ class _Compiler:
         placeholder = self._bind(key, value)
         if isinstance(value, bool):
             return lambda e: (
-                f"(json_type({e}) = 'BOOLEAN' AND CAST({e} AS BOOLEAN) = {placeholder})"
+                f"(json_type({e}) = 'BOOLEAN' AND TRY_CAST({e} AS BOOLEAN) = {placeholder})"
             )
         if isinstance(value, (int, float)):
             return lambda e: (
-                f"(json_type({e}) IN {_NUMERIC_TYPES} AND CAST({e} AS DOUBLE) = {placeholder})"
+                f"(json_type({e}) IN {_NUMERIC_TYPES} AND TRY_CAST({e} AS DOUBLE) = {placeholder})"
             )
         return lambda e: f"(json_type({e}) = 'VARCHAR' AND ({e} ->> '$') = {placeholder})"
 
@@ -94,7 +98,7 @@ class _Compiler:
         sql_operator = _COMPARISONS[operator]
         return lambda e: (
             f"(json_type({e}) IN {_NUMERIC_TYPES}"
-            f" AND CAST({e} AS DOUBLE) {sql_operator} {placeholder})"
+            f" AND TRY_CAST({e} AS DOUBLE) {sql_operator} {placeholder})"
         )
 
     def _bind(self, key: str, value: Any) -> str:
@@ -102,9 +106,10 @@ class _Compiler:
         if isinstance(value, bool):
             sql_type = "BOOLEAN"
         elif isinstance(value, (int, float)):
-            sql_type, value = "DOUBLE", float(value)
+            sql_type, value = "DOUBLE", _finite(key, value)
         elif isinstance(value, str):
             sql_type = "VARCHAR"
+            _check_utf8(value, f"field {key!r}: the value")
         else:
             raise InvalidFilterError(
                 f"field {key!r}: values must be strings, numbers or booleans, got {value!r}"
@@ -135,12 +140,40 @@ def compile_filter(
             filter = json.loads(filter)
         except json.JSONDecodeError as error:
             raise InvalidFilterError(f"filter is not valid JSON: {error}") from error
+        except RecursionError:
+            raise InvalidFilterError(f"filter nested deeper than {MAX_DEPTH} levels") from None
     compiler = _Compiler(column, parameter_offset)
     return compiler.compile(filter), compiler.parameters
 
 
 def _json_path_literal(key: str) -> str:
+    # DuckDB's JSON path takes a quoted member name with only \\ and \" escaped (json.dumps
+    # would also write \uXXXX escapes, which the path does not decode).
+    member = '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return "'$." + member.replace("'", "''") + "'"
+
+
+def _checked_key(key: Any) -> str:
     if not isinstance(key, str) or not key:
         raise InvalidFilterError("filter field names must be non-empty strings")
-    quoted_key = json.dumps(key)  # a JSON-path member in double quotes, escapes included
-    return "'$." + quoted_key.replace("'", "''") + "'"
+    _check_utf8(key, "a filter field name")
+    return key
+
+
+def _finite(key: str, value: float) -> float:
+    try:
+        number = float(value)
+    except OverflowError:
+        raise InvalidFilterError(f"field {key!r}: {value!r:.40} is too large a number") from None
+    if not math.isfinite(number):
+        raise InvalidFilterError(f"field {key!r}: numbers must be finite, got {value!r}")
+    return number
+
+
+def _check_utf8(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidFilterError(
+            f"{what} is not valid UTF-8 (at character {error.start})"
+        ) from None

@@ -12,9 +12,10 @@ from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 
 import duckdb
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from .db import first_row, scalar
+from .errors import NotAnIndexError
 from .schema import has_table
 
 
@@ -45,7 +46,14 @@ def read_manifest(connection: duckdb.DuckDBPyConnection) -> Manifest | None:
     if not has_table(connection, "manifest"):
         return None
     document = scalar(connection, "SELECT document FROM manifest WHERE id = 1")
-    return Manifest.model_validate_json(document) if document else None
+    if not document:
+        return None
+    try:
+        return Manifest.model_validate_json(document)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "the document"
+        raise NotAnIndexError(f"its manifest is damaged ({where}: {problem['msg']})") from None
 
 
 def write_manifest(connection: duckdb.DuckDBPyConnection, manifest: Manifest) -> None:

@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from .errors import DuckDBVectorsError
+from .db import first_line
 from .manifest import package_version
 from .models import IndexReport
 from .rendering import hits_as_text, report_as_text, search_record
@@ -120,8 +120,8 @@ def build_server(store: VectorStore) -> MCPServer:
         warm_up.wait()
         try:
             hits = store.query(query, top_k, filter=filter)
-        except (DuckDBVectorsError, ValueError) as error:
-            raise ToolError(str(error)) from None
+        except Exception as error:  # the model must read what to fix, whatever went wrong
+            raise ToolError(first_line(error)) from None
         return CallToolResult(
             content=[TextContent(type="text", text=hits_as_text(hits, full_text=True))],
             structured_content=search_record(query, hits),

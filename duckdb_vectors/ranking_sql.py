@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from .db import scalar
+from .db import first_line, scalar
 from .errors import InvalidRankingSQLError
 
 _PROBE_COLUMNS = (
@@ -24,6 +24,10 @@ _PROBE_COLUMNS = (
     " 0::INTEGER AS position, ''::VARCHAR AS title, '{}'::JSON AS metadata, ''::VARCHAR AS etag,"
     " now() AS stamped_at, 0::INTEGER AS token_count, 0.0::DOUBLE AS score,"
     " 0::INTEGER AS vector_rank, 0::INTEGER AS text_rank"
+)
+# Scalar functions that read configuration or the environment, or change session state.
+FORBIDDEN_FUNCTIONS = frozenset(
+    {"current_setting", "getenv", "getvariable", "setseed", "nextval", "currval"}
 )
 # Parsing only: a private in-memory database, so no user fragment ever meets the index file.
 _parser = duckdb.connect(":memory:", config={"enable_external_access": False})
@@ -41,9 +45,14 @@ def validate_fragment(fragment: str, argument: str) -> str:
 
 def _check_tokens(fragment: str, argument: str) -> None:
     try:
+        fragment.encode("utf-8")
         tokens = duckdb.tokenize(fragment)
+    except UnicodeEncodeError as error:
+        raise InvalidRankingSQLError(
+            f"{argument}: not valid UTF-8 (at character {error.start})"
+        ) from None
     except Exception as error:
-        raise InvalidRankingSQLError(f"{argument}: cannot parse: {error}") from error
+        raise InvalidRankingSQLError(f"{argument}: cannot parse: {first_line(error)}") from None
     depth = 0
     for index, (start, kind) in enumerate(tokens):
         end = tokens[index + 1][0] if index + 1 < len(tokens) else len(fragment)
@@ -72,8 +81,21 @@ def _check_tree(fragment: str, argument: str) -> None:
     statements = tree.get("statements", [])
     if len(statements) != 1 or len(statements[0]["node"].get("select_list", [])) != 1:
         raise InvalidRankingSQLError(f"{argument}: must be a single expression")
-    if _contains_class(statements[0]["node"]["select_list"], "SUBQUERY"):
+    select_list = statements[0]["node"]["select_list"]
+    if _contains_class(select_list, "SUBQUERY"):
         raise InvalidRankingSQLError(f"{argument}: subqueries are not allowed")
+    used = _function_names(select_list) & FORBIDDEN_FUNCTIONS
+    if used:
+        raise InvalidRankingSQLError(f"{argument}: {sorted(used)[0]}() is not allowed")
+
+
+def _function_names(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        names = {str(node["function_name"]).lower()} if node.get("class") == "FUNCTION" else set()
+        return names.union(*(_function_names(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_function_names(item) for item in node))
+    return set()
 
 
 def _contains_class(node: Any, expression_class: str) -> bool:

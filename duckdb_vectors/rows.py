@@ -78,6 +78,24 @@ def metadata_json(chunk: Chunk, index: int) -> str:
         ) from error
 
 
+def check_utf8(text: str, what: str) -> str:
+    """``text`` if it can be stored (a lone surrogate, e.g. from undecodable bytes, cannot)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"{what} is not valid UTF-8 text (at character {error.start})") from None
+    return text
+
+
+def check_text_fields(chunks: list[Chunk], metadata: list[str]) -> None:
+    for index, chunk in enumerate(chunks):
+        for name in ("chunk_id", "text", "title", "source"):
+            value = getattr(chunk, name)
+            if value is not None:
+                check_utf8(value, f"{name} of chunk {index}")
+        check_utf8(metadata[index], f"metadata of chunk {index}")
+
+
 def check_unique_ids(chunks: list[Chunk]) -> None:
     counts = Counter(chunk.chunk_id for chunk in chunks)
     duplicates = [chunk_id for chunk_id, count in counts.items() if count > 1]

@@ -149,9 +149,12 @@ def check_readable(connection: duckdb.DuckDBPyConnection) -> None:
 
 
 def _has_user_tables(connection: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the file holds anything of its own (tables or views): then it is not ours."""
     return bool(
         scalar(
             connection,
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()",
+            "SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database())"
+            " + (SELECT count(*) FROM duckdb_views() WHERE database_name = current_database()"
+            " AND NOT internal)",
         )
     )

@@ -238,8 +238,13 @@ def _relative_by_key(keys: np.ndarray, ranking: Ranking) -> np.ndarray:
     """Each key's score divided by the ranking's best; the lowest such value where absent."""
     if len(ranking) == 0:
         return np.zeros(len(keys), dtype=np.float64)
-    best = float(ranking.scores.max())
-    relative = ranking.scores / best if best > 0 else np.ones(len(ranking.scores))
+    best, worst = float(ranking.scores.max()), float(ranking.scores.min())
+    if best > 0:
+        relative = ranking.scores / best
+    elif best > worst:  # all scores <= 0 (cosine can be): keep the order, on a 0..1 scale
+        relative = (ranking.scores - worst) / (best - worst)
+    else:
+        relative = np.ones(len(ranking.scores))
     values = np.full(len(keys), float(relative.min()), dtype=np.float64)
     values[np.searchsorted(keys, ranking.keys)] = relative
     return values

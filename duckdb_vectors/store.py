@@ -110,8 +110,7 @@ class VectorStore:
         self._lock = threading.RLock()
         self._connection = connect(self.db_path, self.read_only)
         try:
-            self._prepare_schema()
-            self.manifest: Manifest | None = read_manifest(self._connection)
+            self.manifest: Manifest | None = self._open_index()
             self.backend = self._resolve_backend(embedder)
         except BaseException:
             self._connection.close()
@@ -264,7 +263,7 @@ class VectorStore:
                 return 0
             old = self._connection.execute(
                 "SELECT key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
-                [list(keys)],
+                [_checked_ids(keys)],
             ).fetchnumpy()["key"]
             self._delete_keys(old)
         return len(old)
@@ -335,7 +334,7 @@ class VectorStore:
             rows = self._connection.execute(
                 f"SELECT {CHUNK_COLUMNS}, {'embedding' if return_data else 'NULL'} FROM chunks"
                 " WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
-                [list(keys)],
+                [_checked_ids(keys)],
             ).fetchall()
         by_id = {row[0]: chunk_from_row(row[:-1], row[-1]) for row in rows}
         return [by_id[key] for key in dict.fromkeys(keys) if key in by_id]
@@ -344,7 +343,7 @@ class VectorStore:
         self, limit: int = 100, next_token: str | None = None, *, return_data: bool = False
     ) -> VectorPage:
         """One page of chunks in id order; pass the page's ``next_token`` to get the next."""
-        if not isinstance(limit, int) or not 1 <= limit <= MAX_TOP_K:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOP_K:
             raise ValueError(f"limit must be an integer from 1 to {MAX_TOP_K}, got {limit!r}")
         after = _decode_token(next_token) if next_token else None
         with self._lock:
@@ -404,8 +403,7 @@ class VectorStore:
             rescore: a SQL expression that re-weights the fused ``score`` of the candidates.
             vector: the query's embedding, if you have it already (skips embedding ``text``).
         """
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError("the query text must be a non-empty string")
+        _check_query(text)
         _check_top_k(top_k)
         scope = Scope(filter=filter, where=where)
         rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
@@ -427,8 +425,7 @@ class VectorStore:
     ) -> list[SearchResult]:
         """Rank by exact-token BM25 alone; no model is loaded. Chunks with no query term
         are not returned."""
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError("the query text must be a non-empty string")
+        _check_query(text)
         _check_top_k(top_k)
         scope = Scope(filter=filter, where=where)
         rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
@@ -482,8 +479,12 @@ class VectorStore:
                     None if vector is None else searcher.vector_ranking(vector, depth, scope)
                 )
                 by_text = None if terms is None else searcher.lexical_ranking(terms, depth, scope)
-            except duckdb.Error as error:  # only user SQL (filter, where) can fail here
-                raise InvalidRankingSQLError(f"where/filter: {first_line(error)}") from error
+            except duckdb.Error as error:
+                if scope.is_everything:  # no user SQL involved: the file itself is damaged
+                    raise NotAnIndexError(
+                        f"{self.db_path} cannot be read: {first_line(error)}"
+                    ) from None
+                raise InvalidRankingSQLError(f"where/filter: {first_line(error)}") from None
             if by_vector is not None and by_text is not None:
                 fused = fuse(by_vector, by_text, fusion)
             elif by_vector is not None:
@@ -556,6 +557,7 @@ class VectorStore:
             return WriteStats()
         rows.check_unique_ids(chunks)
         metadata_json = [rows.metadata_json(chunk, index) for index, chunk in enumerate(chunks)]
+        rows.check_text_fields(chunks, metadata_json)
         etags = [
             rows.etag(chunk, None if vectors is None else vectors[index])
             for index, chunk in enumerate(chunks)
@@ -727,16 +729,25 @@ class VectorStore:
 
     # -- internals: checks -------------------------------------------------------------------
 
-    def _prepare_schema(self) -> None:
+    def _open_index(self) -> Manifest | None:
+        """Check (or migrate) the schema and read the manifest; damage is one clear error."""
         try:
             if self.read_only:
                 check_readable(self._connection)
             else:
                 migrate(self._connection)
+            manifest = read_manifest(self._connection)
+            stored = embedding_dimension(self._connection)
         except NotAnIndexError as error:
             raise NotAnIndexError(f"{self.db_path} is not a usable index: {error}") from None
         except duckdb.Error as error:
             raise NotAnIndexError(f"{self.db_path} cannot be read: {first_line(error)}") from None
+        if manifest is not None and stored is not None and manifest.dimension != stored:
+            raise IndexMismatchError(
+                f"{self.db_path}: its manifest says {manifest.dimension} dimensions but its vectors"
+                f" have {stored}; the file was altered, re-index it"
+            )
+        return manifest
 
     def _resolve_backend(self, embedder: Embedder | None) -> str:
         recorded = self.manifest.backend if self.manifest else None
@@ -819,6 +830,16 @@ class VectorStore:
                 raise
             finally:
                 self._transaction_depth = 0
+
+
+def _check_query(text: str) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("the query text must be a non-empty string")
+    rows.check_utf8(text, "the query")
+
+
+def _checked_ids(keys: Sequence[str]) -> list[str]:
+    return [rows.check_utf8(key, "an id") if isinstance(key, str) else str(key) for key in keys]
 
 
 def _check_top_k(top_k: int) -> None:

@@ -99,6 +99,9 @@ def test_values_that_look_like_sql_are_only_values(table, value) -> None:
         ({"genre": None}, "strings, numbers or booleans"),
         ("{not json", "not valid JSON"),
         ({"genre": {}}, "empty operator object"),
+        ({"year": {"$gt": float("inf")}}, "numbers must be finite"),
+        ({"year": {"$lt": float("nan")}}, "numbers must be finite"),
+        ({"year": 10**400}, "too large a number"),
     ],
 )
 def test_invalid_filters_are_clear_errors(filter, message) -> None:

@@ -36,6 +36,7 @@ class SkipFile(Exception):
 
 def make_chunks(pieces: list[tuple[str, str | None, dict[str, Any]]], source: str) -> list[Chunk]:
     """Chunks from ``(text, title, metadata)`` pieces, with ids ``<source>#<position>``."""
+    kept = [piece for piece in pieces if piece[0].strip()]
     return [
         Chunk(
             chunk_id=f"{source}#{position}",
@@ -45,8 +46,7 @@ def make_chunks(pieces: list[tuple[str, str | None, dict[str, Any]]], source: st
             source=source,
             position=position,
         )
-        for position, (text, title, metadata) in enumerate(pieces)
-        if text.strip()
+        for position, (text, title, metadata) in enumerate(kept)
     ]
 
 
@@ -82,10 +82,11 @@ def _bounded(paragraph: str, max_chars: int) -> list[str]:
     if len(sentences) > 1:
         pieces = [piece for s in sentences for piece in _bounded(s.strip(), max_chars) if piece]
         return list(pack(pieces, max_chars, " "))
-    return _hard_split(paragraph, max_chars)
+    return hard_split(paragraph, max_chars)
 
 
-def _hard_split(text: str, max_chars: int) -> list[str]:
+def hard_split(text: str, max_chars: int) -> list[str]:
+    """Cut text into pieces of at most ``max_chars``, at a space where there is one."""
     pieces = []
     while len(text) > max_chars:
         cut = text.rfind(" ", max_chars // 2, max_chars + 1)

@@ -14,6 +14,7 @@ at run time and so cannot work offline or in a ``--network none`` container.)
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +23,14 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS, make_chunks, pack, split_text
+from .base import DEFAULT_MAX_CHARS, hard_split, make_chunks, pack, split_text
 
 _ATOMIC_BLOCKS = {"fence", "code_block", "table_open", "html_block"}
 # Only the block structure is needed; skipping inline parsing halves the parse time.
 _PARSER = MarkdownIt("commonmark").enable("table").disable("inline")
+# Lines as CommonMark (and so markdown-it's token.map) counts them: str.splitlines would also
+# split at \f, \x1c-\x1e, \x85, \u2028 and \u2029 and put the line numbers out of step.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _FRONT_MATTER_END = ("\n---\n", "\n...\n", "\n---\r\n")
 
 
@@ -72,7 +76,12 @@ class MarkdownChunker:
             if block.atomic and len(block.text) <= self.max_atomic_chars:
                 units.append(block.text)
             elif block.atomic:
-                units.extend(pack(block.text.splitlines(), self.max_chars, "\n"))
+                lines = [
+                    piece
+                    for line in block.text.split("\n")
+                    for piece in hard_split(line, self.max_chars)
+                ]
+                units.extend(pack(lines, self.max_chars, "\n"))
             else:
                 units.extend(split_text(block.text, self.max_chars))
         return list(pack(units, self.max_chars, "\n\n"))
@@ -98,7 +107,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
 
 
 def _sections(body: str, root: str | None) -> list[_Section]:
-    lines = body.splitlines(keepends=True)
+    lines = _LINE.findall(body)
     tokens = _PARSER.parse(body)
     headings: list[tuple[int, str]] = []
     sections = [_Section([root] if root else [])]

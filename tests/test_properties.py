@@ -1,0 +1,571 @@
+"""Property-based tests (hypothesis): the filter compiler against a reference evaluator run on
+real JSON metadata in DuckDB, the chunkers' no-loss and size guarantees, and fusion."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from duckdb_vectors import InvalidFilterError
+from duckdb_vectors.chunkers import MarkdownChunker, TextChunker
+from duckdb_vectors.chunkers.markdown import split_front_matter
+from duckdb_vectors.config import FusionSettings
+from duckdb_vectors.filters import compile_filter
+from duckdb_vectors.search import Ranking, fuse
+
+# No example database: every run is the same fresh search, and nothing is written to disk.
+# The @example cases are failures found before; they run first and fail fast.
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+# -- the filter compiler -----------------------------------------------------------------------
+
+FIELDS = ["genre", "year", "tags", "ok", "a.b", "weird'key\"", "ключ"]
+OPERATORS = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists"]
+MISSING = object()
+
+# Numbers a JSON document and a DOUBLE both hold exactly (|n| <= 2**53), so Python's
+# comparison and DuckDB's are comparisons of the same values.
+safe_ints = st.integers(min_value=-(2**53), max_value=2**53)
+finite_floats = st.floats(allow_nan=False, allow_infinity=False)
+short_strings = st.sampled_from(
+    ["drama", "comedy", "", "2020", "true", "a", "Drama", "ü"]
+) | st.text(st.characters(exclude_categories=("Cs",)), max_size=6)
+numbers = safe_ints | finite_floats | st.sampled_from([0, 1, 2020, 2020.0, -0.0, 0.5])
+scalars = st.booleans() | numbers | short_strings
+metadata_values = scalars | st.lists(short_strings, max_size=4) | st.lists(scalars, max_size=4)
+metadata_dicts = st.dictionaries(st.sampled_from(FIELDS), metadata_values, max_size=len(FIELDS))
+
+
+def _leaf_filters() -> st.SearchStrategy[Any]:
+    comparison = st.sampled_from(["$gt", "$gte", "$lt", "$lte"])
+    value_list = st.lists(scalars, min_size=1, max_size=4)
+    operator_pairs = st.one_of(
+        st.tuples(st.sampled_from(["$eq", "$ne"]), scalars),
+        st.tuples(comparison, numbers),  # JSON has no infinity; the compiler refuses it
+        st.tuples(st.sampled_from(["$in", "$nin"]), value_list),
+        st.tuples(st.just("$exists"), st.booleans()),
+    )
+    return scalars | st.lists(operator_pairs, min_size=1, max_size=3).map(dict)
+
+
+field_filters = st.builds(
+    lambda field, condition: {field: condition}, st.sampled_from(FIELDS), _leaf_filters()
+)
+
+
+def _combine(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.tuples(st.sampled_from(["$and", "$or"]), st.lists(children, min_size=1, max_size=3)).map(
+            lambda pair: {pair[0]: pair[1]}
+        ),
+        st.lists(children, min_size=2, max_size=3).map(_merge),
+    )
+
+
+def _merge(filters: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for item in filters:
+        merged.update(item)
+    return merged
+
+
+valid_filters = st.recursive(field_filters, _combine, max_leaves=8)
+
+
+def _scalar_equals(element: Any, value: Any) -> bool:
+    if isinstance(value, bool):
+        return isinstance(element, bool) and element == value
+    if isinstance(value, (int, float)):
+        return _is_number(element) and float(element) == float(value)
+    return isinstance(element, str) and element == value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _elements(value: Any) -> list[Any]:
+    if value is MISSING:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _reference_operator(value: Any, operator: str, argument: Any) -> bool:
+    """The documented semantics, in plain Python."""
+    elements = _elements(value)
+    if operator == "$eq":
+        return any(_scalar_equals(e, argument) for e in elements)
+    if operator == "$ne":
+        return not any(_scalar_equals(e, argument) for e in elements)
+    if operator in ("$in", "$nin"):
+        found = any(_scalar_equals(e, a) for e in elements for a in argument)
+        return found if operator == "$in" else not found
+    if operator == "$exists":
+        return (value is not MISSING) == argument
+    compare = {
+        "$gt": lambda x: x > argument,
+        "$gte": lambda x: x >= argument,
+        "$lt": lambda x: x < argument,
+        "$lte": lambda x: x <= argument,
+    }[operator]
+    return any(_is_number(e) and compare(float(e)) for e in elements)
+
+
+def reference(metadata: dict[str, Any], node: dict[str, Any]) -> bool:
+    results = []
+    for key, condition in node.items():
+        if key == "$and":
+            results.append(all(reference(metadata, child) for child in condition))
+        elif key == "$or":
+            results.append(any(reference(metadata, child) for child in condition))
+        else:
+            value = metadata.get(key, MISSING)
+            if isinstance(condition, dict):
+                results.append(
+                    all(_reference_operator(value, op, arg) for op, arg in condition.items())
+                )
+            else:
+                results.append(_reference_operator(value, "$eq", condition))
+    return all(results)
+
+
+@pytest.fixture(scope="module")
+def connection() -> duckdb.DuckDBPyConnection:
+    database = duckdb.connect()
+    database.execute("CREATE TABLE t (id INTEGER, metadata JSON)")
+    return database
+
+
+def _load(connection: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    connection.execute("DELETE FROM t")
+    for index, row in enumerate(rows):
+        connection.execute("INSERT INTO t VALUES (?, ?)", [index, json.dumps(row)])
+
+
+def _selected(connection: duckdb.DuckDBPyConnection, filter: Any) -> set[int]:
+    sql, parameters = compile_filter(filter)
+    rows = connection.execute(f"SELECT id FROM t WHERE {sql}", parameters).fetchall()
+    return {row[0] for row in rows}
+
+
+@SETTINGS
+@given(rows=st.lists(metadata_dicts, min_size=1, max_size=8), filter=valid_filters)
+@example(rows=[{"genre": "drama"}], filter={"genre": False})  # CAST('"drama"' AS BOOLEAN)
+@example(rows=[{"genre": "drama"}], filter={"genre": {"$gt": 1}})  # CAST AS DOUBLE
+@example(rows=[{"ключ": "v"}, {"é": 1}], filter={"$or": [{"ключ": "v"}, {"é": 1}]})
+def test_compiled_filter_selects_what_the_reference_selects(connection, rows, filter) -> None:
+    _load(connection, rows)
+    expected = {index for index, row in enumerate(rows) if reference(row, filter)}
+    assert _selected(connection, filter) == expected
+    # The same filter given as JSON text compiles to the same selection.
+    assert _selected(connection, json.dumps(filter)) == expected
+
+
+json_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([2**63, 2**64, 10**400, -(10**400)])  # past int64, past a double
+    | st.floats(allow_nan=False)
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
+)
+junk_keys = st.sampled_from([*OPERATORS, "$and", "$or", "$not", "$regex", "", *FIELDS]) | st.text(
+    st.characters(exclude_categories=("Cs",)), max_size=6
+)
+junk = st.recursive(
+    json_leaves,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(junk_keys, children, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+@SETTINGS
+@given(filter=junk | st.dictionaries(junk_keys, junk, max_size=4))
+@example(filter={"year": 10**400})  # OverflowError in float(), not InvalidFilterError
+@example(filter={"year": {"$in": [-(10**400)]}})
+def test_junk_filters_compile_or_raise_invalid_filter_error(connection, filter) -> None:
+    _load(connection, [{"genre": "drama", "year": 2020, "tags": ["a"]}, {}])
+    try:
+        sql, parameters = compile_filter(filter)
+    except InvalidFilterError as error:
+        assert "\n" not in str(error)
+        return
+    # Whatever compiles also runs, and selects what the reference selects.
+    rows = connection.execute(f"SELECT id FROM t WHERE {sql}", parameters).fetchall()
+    expected = {
+        index
+        for index, row in enumerate([{"genre": "drama", "year": 2020, "tags": ["a"]}, {}])
+        if reference(row, filter)
+    }
+    assert {row[0] for row in rows} == expected
+
+
+hostile_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40) | st.sampled_from(
+    [
+        "x' OR 1=1 --",
+        "'; DROP TABLE t; --",
+        "\\' OR '1'='1",
+        "$1",
+        "?",
+        "') OR true OR ('",
+        "\"]') OR 1=1 --",
+        "$.genre",
+        "a\x00b",
+        "COPY t TO '/tmp/x.csv'",
+    ]
+)
+
+
+@SETTINGS
+@given(
+    rows=st.lists(metadata_dicts, min_size=1, max_size=5),
+    key=hostile_text,
+    value=hostile_text,
+    operator=st.sampled_from(["$eq", "$ne", "$in", "$nin"]),
+)
+@example(rows=[{}], key="\x1f", value="v", operator="$eq")  # key escaped as \u001f
+@example(rows=[{}], key="año", value="v", operator="$in")  # key escaped as \u00f1
+def test_strings_in_keys_and_values_never_change_the_statement(
+    connection, rows, key, value, operator
+) -> None:
+    rows = [*rows, {key: value} if key else {}]
+    _load(connection, rows)
+    argument = [value] if operator in ("$in", "$nin") else value
+    filters = [{"genre": {operator: argument}}]
+    if key and not key.startswith("$"):
+        filters.append({key: {operator: argument}})
+    for filter in filters:
+        expected = {index for index, row in enumerate(rows) if reference(row, filter)}
+        assert _selected(connection, filter) == expected
+    assert connection.execute("SELECT count(*) FROM t").fetchall() == [(len(rows),)]
+    tables = connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+    assert tables == [("t",)]
+
+
+# -- chunkers ----------------------------------------------------------------------------------
+
+# Letters, digits, punctuation, CJK, emoji and every kind of whitespace/line break Unicode has.
+any_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=60)
+word = st.text(st.characters(categories=("L", "N")), min_size=1, max_size=12)
+sentence = (
+    st.lists(word, min_size=1, max_size=12)
+    .map(" ".join)
+    .flatmap(lambda s: st.sampled_from([".", "!", "?", "。", "", ";"]).map(lambda end: s + end))
+)
+paragraph = st.lists(sentence, min_size=1, max_size=8).flatmap(
+    lambda sentences: st.sampled_from([" ", "\n"]).map(lambda joiner: joiner.join(sentences))
+)
+heading = st.tuples(st.integers(1, 6), st.lists(word, min_size=1, max_size=4)).map(
+    lambda pair: "#" * pair[0] + " " + " ".join(pair[1])
+)
+setext_heading = st.tuples(st.lists(word, min_size=1, max_size=4), st.sampled_from("=-")).map(
+    lambda pair: " ".join(pair[0]) + "\n" + pair[1] * 3
+)
+code_line = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="`~"), max_size=80)
+fence = st.tuples(
+    st.sampled_from(["```", "~~~", "```python"]), st.lists(code_line, max_size=12)
+).map(lambda pair: pair[0] + "\n" + "\n".join(pair[1]) + "\n" + pair[0][:3])
+indented_code = st.lists(word, min_size=1, max_size=6).map(
+    lambda words: "\n".join("    " + w for w in words)
+)
+table = st.lists(st.tuples(word, word), min_size=1, max_size=10).map(
+    lambda rows: "| a | b |\n|---|---|\n" + "\n".join(f"| {x} | {y} |" for x, y in rows)
+)
+bullet_list = st.lists(sentence, min_size=1, max_size=5).map(
+    lambda items: "\n".join(f"- {item}" for item in items)
+)
+ordered_list = st.lists(sentence, min_size=1, max_size=5).map(
+    lambda items: "\n".join(f"{i}. {item}" for i, item in enumerate(items, 1))
+)
+quote = paragraph.map(lambda text: "> " + text.replace("\n", "\n> "))
+html = word.map(lambda w: f"<div>\n{w}\n</div>")
+markdown_block = st.one_of(
+    paragraph,
+    heading,
+    setext_heading,
+    fence,
+    indented_code,
+    table,
+    bullet_list,
+    ordered_list,
+    quote,
+    html,
+    st.just("---"),
+    st.just("[link]: https://example.com"),
+    any_text,
+)
+front_matter = st.dictionaries(
+    st.sampled_from(["title", "kind", "year"]), st.sampled_from(["Guide", "x", "2024"]), min_size=1
+).map(lambda data: "---\n" + "".join(f"{k}: {v}\n" for k, v in data.items()) + "---\n")
+markdown_documents = st.tuples(
+    st.none() | front_matter,
+    st.lists(markdown_block, max_size=12),
+    st.sampled_from(["\n\n", "\n", "\r\n\r\n"]),
+).map(lambda parts: (parts[0] or "") + parts[2].join(parts[1]))
+
+
+def _visible(text: str) -> Counter[str]:
+    return Counter(character for character in text if not character.isspace())
+
+
+def _heading_lines(body: str) -> set[int]:
+    """Line numbers (as CommonMark counts lines) of the document's top-level headings."""
+    lines: set[int] = set()
+    for token in MarkdownIt("commonmark").enable("table").parse(body):
+        if token.type == "heading_open" and token.level == 0 and token.map:
+            lines.update(range(*token.map))
+    return lines
+
+
+def _commonmark_lines(body: str) -> list[str]:
+    # CommonMark ends a line at \n, \r\n or \r, and nowhere else (not at U+2028, \f, \x85...).
+    return re.split(r"\r\n|\r|\n", body)
+
+
+def _check_ids(chunks: list[Any], source: str) -> None:
+    assert [chunk.chunk_id for chunk in chunks] == [f"{source}#{i}" for i in range(len(chunks))]
+    assert [chunk.position for chunk in chunks] == list(range(len(chunks)))
+    assert all(chunk.source == source for chunk in chunks)
+    assert all(chunk.text.strip() for chunk in chunks)
+
+
+def _is_single_atomic_block(text: str) -> bool:
+    tokens = [
+        token
+        for token in MarkdownIt("commonmark").enable("table").parse(text)
+        if token.level == 0 and token.nesting != -1
+    ]
+    return len(tokens) == 1 and tokens[0].type in {
+        "fence",
+        "code_block",
+        "table_open",
+        "html_block",
+    }
+
+
+@SETTINGS
+@given(
+    document=markdown_documents,
+    max_chars=st.integers(20, 400),
+    atomic_factor=st.integers(1, 4),
+)
+@example(document="0.\n\n\x1e\n\n#", max_chars=20, atomic_factor=1)  # \x1e: a line break?
+@example(document="a\u2028b\nc\n# H\n\nd\n", max_chars=100, atomic_factor=1)  # "c" is lost
+def test_markdown_chunks_lose_and_duplicate_nothing(document, max_chars, atomic_factor) -> None:
+    """Every visible character of the body reaches exactly one chunk, except the heading lines
+    (they become titles) and the front matter (it becomes metadata)."""
+    chunker = MarkdownChunker(max_chars=max_chars, max_atomic_chars=max_chars * atomic_factor)
+    chunks = chunker.chunk(document, "docs/guide.md")
+    _metadata, body = split_front_matter(document)
+    headings = _heading_lines(body)
+    kept = "\n".join(
+        line for number, line in enumerate(_commonmark_lines(body)) if number not in headings
+    )
+    assert _visible("".join(chunk.text for chunk in chunks)) == _visible(kept)
+    _check_ids(chunks, "docs/guide.md")
+
+
+@SETTINGS
+@given(
+    document=markdown_documents,
+    max_chars=st.integers(20, 400),
+    atomic_factor=st.integers(1, 4),
+)
+@example(document="0|0\n-|-\n" + "0" * 21, max_chars=20, atomic_factor=1)  # a long table row
+@example(document="```\n" + "x" * 100 + "\n```", max_chars=20, atomic_factor=2)  # a long line
+@example(document="```\n" + "   \n" * 30 + "abc\n```", max_chars=20, atomic_factor=2)  # ids #0, #6
+def test_markdown_chunks_respect_the_size_limits(document, max_chars, atomic_factor) -> None:
+    """A chunk is at most max_chars, unless it is one whole code block, table or HTML block of
+    at most max_atomic_chars (a larger one is split, so no chunk is ever larger than that)."""
+    max_atomic_chars = max_chars * atomic_factor
+    chunker = MarkdownChunker(max_chars=max_chars, max_atomic_chars=max_atomic_chars)
+    chunks = chunker.chunk(document, "guide.md")
+    _metadata, body = split_front_matter(document)
+    for chunk in chunks:
+        if len(chunk.text) > max_chars:
+            assert len(chunk.text) <= max_atomic_chars, chunk.text
+            assert chunk.text in body
+            assert _is_single_atomic_block(chunk.text), chunk.text
+    _check_ids(chunks, "guide.md")
+
+
+@SETTINGS
+@given(document=markdown_documents)
+def test_markdown_front_matter_becomes_metadata_not_text(document) -> None:
+    metadata, body = split_front_matter(document)
+    chunks = MarkdownChunker().chunk(document, "a.md")
+    assert all(chunk.metadata == metadata for chunk in chunks)
+    if metadata:
+        assert body != document
+
+
+plain_documents = st.lists(
+    paragraph | any_text | word.map(lambda w: w * 50),
+    max_size=10,
+).flatmap(
+    lambda parts: st.sampled_from(["\n\n", "\n", " \n \t\n", "\r\n\r\n"]).map(
+        lambda joiner: joiner.join(parts)
+    )
+)
+
+
+@SETTINGS
+@given(document=plain_documents, max_chars=st.integers(1, 300))
+def test_text_chunks_lose_nothing_and_stay_within_max_chars(document, max_chars) -> None:
+    chunks = TextChunker(max_chars=max_chars).chunk(document, "notes.txt")
+    assert _visible("".join(chunk.text for chunk in chunks)) == _visible(document)
+    assert all(len(chunk.text) <= max_chars for chunk in chunks)
+    _check_ids(chunks, "notes.txt")
+    # Splitting never reorders: the visible characters come out in document order.
+    assert "".join(c for chunk in chunks for c in chunk.text if not c.isspace()) == "".join(
+        c for c in document if not c.isspace()
+    )
+
+
+# -- fusion ------------------------------------------------------------------------------------
+
+
+@st.composite
+def rankings(draw: st.DrawFn, positive: bool = False) -> Ranking:
+    keys = draw(st.lists(st.integers(0, 40), unique=True, max_size=15))
+    low = 1 if positive else -1000
+    # Scores on a 1/1000 grid: distinct scores stay distinct after division by the best one.
+    scores = sorted(
+        (draw(st.integers(low, 1000)) / 1000 for _ in keys),
+        reverse=True,
+    )
+    return Ranking(np.asarray(keys, dtype=np.int64), np.asarray(scores, dtype=np.float64))
+
+
+methods = st.sampled_from(["relative", "rrf"])
+weights = st.sampled_from([0.0, 0.3, 0.5, 0.7, 1.0]) | st.floats(0, 1)
+
+
+def _fusion(method: str, weight: float, k: int = 60) -> FusionSettings:
+    return FusionSettings(method=method, lexical_weight=weight, rrf_k=k)
+
+
+def _effective(ranking: Ranking, keys: list[int]) -> list[float]:
+    """Each key's score in this ranking; a key it did not return gets its lowest score."""
+    scores = dict(zip(ranking.keys.tolist(), ranking.scores.tolist(), strict=True))
+    lowest = min(scores.values()) if scores else 0.0
+    return [scores.get(key, lowest) for key in keys]
+
+
+@SETTINGS
+@given(
+    vector=rankings(),
+    lexical=rankings(positive=True),
+    method=methods,
+    weight=weights,
+    k=st.integers(1, 100),
+)
+def test_fused_list_is_the_union_sorted_with_true_ranks(vector, lexical, method, weight, k):
+    fused = fuse(vector, lexical, _fusion(method, weight, k))
+    keys = fused.keys.tolist()
+    assert len(keys) == len(set(keys))
+    assert set(keys) == set(vector.keys.tolist()) | set(lexical.keys.tolist())
+    assert all(np.diff(fused.scores) <= 0)
+    assert np.isfinite(fused.scores).all()
+    vector_keys, lexical_keys = vector.keys.tolist(), lexical.keys.tolist()
+    for key, vector_rank, text_rank in zip(
+        keys, fused.vector_ranks.tolist(), fused.text_ranks.tolist(), strict=True
+    ):
+        assert vector_rank == (vector_keys.index(key) + 1 if key in vector_keys else 0)
+        assert text_rank == (lexical_keys.index(key) + 1 if key in lexical_keys else 0)
+    # Equal scores are ordered by key, so the result does not depend on input order.
+    for (score_a, key_a), (score_b, key_b) in zip(
+        zip(fused.scores, keys, strict=True),
+        zip(fused.scores[1:], keys[1:], strict=True),
+        strict=False,
+    ):
+        if score_a == score_b:
+            assert key_a < key_b
+
+
+@SETTINGS
+@given(vector=rankings(), lexical=rankings(positive=True))
+def test_rrf_with_one_weight_at_zero_follows_the_other_signal(vector, lexical) -> None:
+    only_vector = fuse(vector, lexical, _fusion("rrf", 0.0)).keys.tolist()
+    rest = sorted(set(lexical.keys.tolist()) - set(vector.keys.tolist()))
+    assert only_vector == vector.keys.tolist() + rest
+    only_text = fuse(vector, lexical, _fusion("rrf", 1.0)).keys.tolist()
+    rest = sorted(set(vector.keys.tolist()) - set(lexical.keys.tolist()))
+    assert only_text == lexical.keys.tolist() + rest
+
+
+@SETTINGS
+@given(vector=rankings(positive=True), lexical=rankings(positive=True))
+def test_relative_with_one_weight_at_zero_orders_by_the_other_signal(vector, lexical) -> None:
+    """With weight 0 the order is the vector scores' (a key the vector signal did not return
+    counts as its lowest score), ties by key; with weight 1 the same for BM25."""
+    for weight, signal in ((0.0, vector), (1.0, lexical)):
+        fused = fuse(vector, lexical, _fusion("relative", weight)).keys.tolist()
+        if len(signal) == 0:
+            assert fused == sorted(fused)
+            continue
+        effective = _effective(signal, fused)
+        assert fused == [key for _, key in sorted(zip((-s for s in effective), fused, strict=True))]
+
+
+@SETTINGS
+@given(vector=rankings(), lexical=rankings(positive=True), method=methods)
+def test_fusion_at_half_weight_is_symmetric_in_the_two_signals(vector, lexical, method) -> None:
+    settings_ = _fusion(method, 0.5)
+    forward = fuse(vector, lexical, settings_)
+    backward = fuse(lexical, vector, settings_)
+    assert forward.keys.tolist() == backward.keys.tolist()
+    assert forward.scores.tolist() == backward.scores.tolist()
+    assert forward.vector_ranks.tolist() == backward.text_ranks.tolist()
+    assert forward.text_ranks.tolist() == backward.vector_ranks.tolist()
+
+
+@SETTINGS
+@given(vector=rankings(), lexical=rankings(positive=True), method=methods, weight=weights)
+def test_a_key_better_in_both_signals_never_ranks_below(vector, lexical, method, weight) -> None:
+    fused = fuse(vector, lexical, _fusion(method, weight))
+    keys = fused.keys.tolist()
+    score = dict(zip(keys, fused.scores.tolist(), strict=True))
+    if method == "rrf":  # better = a smaller rank; not returned = worse than any rank
+        infinite = len(keys) + 1
+        v = {k: r or infinite for k, r in zip(keys, fused.vector_ranks.tolist(), strict=True)}
+        t = {k: r or infinite for k, r in zip(keys, fused.text_ranks.tolist(), strict=True)}
+        dominates = lambda a, b: v[a] <= v[b] and t[a] <= t[b]  # noqa: E731
+    else:
+        v = dict(zip(keys, _effective(vector, keys), strict=True))
+        t = dict(zip(keys, _effective(lexical, keys), strict=True))
+        dominates = lambda a, b: v[a] >= v[b] and t[a] >= t[b]  # noqa: E731
+    for a in keys:
+        for b in keys:
+            if dominates(a, b):
+                assert score[a] >= score[b], (a, b)
+
+
+@SETTINGS
+@given(vector=rankings(), lexical=rankings(positive=True), method=methods, weight=weights)
+def test_fusing_with_an_empty_signal_keeps_the_other_order(vector, lexical, method, weight):
+    assume(len(vector) > 0 and weight < 1)  # at weight 1 the vector signal counts for nothing
+    empty = Ranking.empty()
+    fused = fuse(vector, empty, _fusion(method, weight))
+    assert set(fused.keys.tolist()) == set(vector.keys.tolist())
+    assert all(rank == 0 for rank in fused.text_ranks.tolist())
+    by_score = dict(zip(vector.keys.tolist(), vector.scores.tolist(), strict=True))
+    ordered = [by_score[key] for key in fused.keys.tolist()]
+    if method == "rrf" or max(by_score.values()) > 0:
+        assert ordered == sorted(ordered, reverse=True)
