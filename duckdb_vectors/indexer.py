@@ -36,7 +36,7 @@ from .models import Chunk
 from .schema import has_table
 from .store import VectorStore, WriteStats
 
-DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
+DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as --max-file-size counts them
 BATCH_CHUNKS = 512
 logger = logging.getLogger(__name__)
 

@@ -158,3 +158,30 @@ def test_runtime_overhead_over_the_base_image(image: str) -> None:
     model = sum(p.stat().st_size for p in STATIC_MODEL.iterdir())
     overhead = size(image) - size("python:3.12-slim") - model
     assert overhead < 300e6, f"{overhead / 1e6:.0f} MB over the base image (model excluded)"
+
+
+def test_no_secrets_in_any_layer(image: str) -> None:
+    history = docker("history", "--no-trunc", "--format", "{{.CreatedBy}}", image).stdout
+    config = docker("inspect", "--format", "{{json .Config.Env}}", image).stdout
+    for marker in (
+        "AWS_SECRET",
+        "AWS_ACCESS_KEY",
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "PASSWORD",
+        "API_KEY",
+        "BEGIN PRIVATE KEY",
+        "ghp_",
+    ):
+        assert marker not in history and marker not in config, marker
+    files = docker(
+        "run",
+        "--rm",
+        "--entrypoint",
+        "sh",
+        image,
+        "-c",
+        "find / -xdev \\( -name '.netrc' -o -name 'id_rsa*' -o -name '*.pem' -path '/root/*'"
+        " -o -name '.git-credentials' -o -name '.pypirc' \\) 2>/dev/null",
+    ).stdout
+    assert files.strip() == ""

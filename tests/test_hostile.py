@@ -7,8 +7,10 @@ import hashlib
 import json
 import math
 import random
+import resource
 import shutil
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from duckdb_vectors import (
     InvalidRankingSQLError,
     NotAnIndexError,
     VectorStore,
+    index_folder,
 )
 from duckdb_vectors.filters import compile_filter
 from duckdb_vectors.mcp_server import build_server
@@ -650,3 +653,62 @@ def test_mcp_fuzzing_leaves_the_index_unchanged(index_file: Path) -> None:
             anyio.run(_call, store, arguments)
         assert store.count() == len(TEXTS)
     assert sha256(index_file) == before
+
+
+# -- documents built to exhaust time or memory --------------------------------------------------
+
+
+def _pdf_with_content(stream: bytes) -> bytes:
+    """A one-page PDF whose content stream is ``stream``, Flate-compressed."""
+    payload = zlib.compress(stream, 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(payload)
+        + payload
+        + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+@pytest.mark.slow
+def test_hostile_documents_are_bounded_and_reported(tmp_path: Path, db_path: Path) -> None:
+    from pypdf import PdfWriter
+
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    # 300 MB of content compressed into 0.3 MB: pypdf stops decompressing at 75 MB.
+    (folder / "bomb.pdf").write_bytes(_pdf_with_content(b"BT (A) Tj ET" + b" " * 300_000_000))
+    writer = PdfWriter()
+    for _ in range(100_000):
+        writer.add_blank_page(width=72, height=72)
+    with (folder / "pages.pdf").open("wb") as handle:
+        writer.write(handle)
+    with (folder / "one-line.md").open("w") as handle:
+        handle.write("word " * 10_000_000)  # 50 MB, no newline
+    (folder / "fine.md").write_text("# Fine\n\nA normal document about zeppelins.\n")
+    started = time.monotonic()
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        summary = index_folder(store, folder)
+        assert set(store.sources()) == {"fine.md"}
+    assert time.monotonic() - started < 120
+    reasons = {p.source: p.reason for p in summary.skipped + summary.failed}
+    assert reasons["bomb.pdf"].startswith("not a readable PDF: Limit reached")
+    assert reasons["pages.pdf"] == "no text layer (OCR not supported)"
+    assert reasons["one-line.md"].startswith("larger than the 20 MB limit")
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert peak_mb < 4000, f"peak RSS {peak_mb:.0f} MB"

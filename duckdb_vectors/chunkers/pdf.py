@@ -33,7 +33,7 @@ class PdfChunker:
 
     def chunk_bytes(self, data: bytes, source: str) -> list[Chunk]:
         from pypdf import PdfReader  # imported late: only needed when PDFs are indexed
-        from pypdf.errors import PdfReadError
+        from pypdf.errors import PyPdfError
 
         logging.getLogger("pypdf").setLevel(logging.ERROR)  # it warns per malformed object
         try:
@@ -45,7 +45,7 @@ class PdfChunker:
             total_pages = len(reader.pages)
         except SkipFile:
             raise
-        except (PdfReadError, ValueError, KeyError, TypeError, OSError) as error:
+        except (PyPdfError, ValueError, KeyError, TypeError, OSError) as error:
             raise SkipFile(f"not a readable PDF: {_first_line(error)}") from error
         readable = [(number, text) for number, text in enumerate(pages, 1) if _is_readable(text)]
         if not readable:
