@@ -165,11 +165,15 @@ def _load_postings(
     ).fetchnumpy()
     terms = vocabulary_table["term"].tolist()
     document_frequency = np.asarray(vocabulary_table["df"], dtype=np.float64)
-    rows = np.asarray(postings_table["row"], dtype=np.int64)
+    # int32 rows and float32 weights: 8 bytes a posting instead of 16 (the postings are the
+    # largest part of the snapshot: ~70 per chunk of 80 words).
+    rows = np.asarray(postings_table["row"], dtype=np.int32)
     tf = np.asarray(postings_table["tf"], dtype=np.float64)
     offsets = np.concatenate([[0], np.cumsum(document_frequency, dtype=np.int64)])
     average_length = float(lengths.mean()) if len(lengths) else 1.0
-    weights = tf / (tf + k1 * (1 - b + b * lengths[rows] / (average_length or 1.0)))
+    weights = (tf / (tf + k1 * (1 - b + b * lengths[rows] / (average_length or 1.0)))).astype(
+        np.float32
+    )
     documents = len(lengths)
     idf = np.log(1 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
     vocabulary = {term: index for index, term in enumerate(terms)}
