@@ -43,8 +43,13 @@ format: install
 	$(BIN)/ruff format $(PY_SOURCES)
 	$(BIN)/ruff check --fix $(PY_SOURCES)
 
+PEERS_VENV ?= ../peers-venv
+
 bench: install
+	test -x $(PEERS_VENV)/bin/python || ($(PYTHON) -m venv $(PEERS_VENV) && \
+		$(PEERS_VENV)/bin/pip install --quiet -e . -r bench/requirements-peers.txt)
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/query_latency.py --quick
+	HF_HUB_OFFLINE=1 $(PEERS_VENV)/bin/python bench/peers.py --quick
 
 builder:
 	rm -rf .build && mkdir -p .build
