@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,41 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from common import DOCS, HERE, MODEL, QUERIES, SCRIPT
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import VectorStore, index_folder
 
-HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", HERE.parent.parent / "shared"))
-DOCS = SHARED / "evaldata" / "docs" / "duckdb" / "docs" / "current"
-MODEL = Path(
-    os.environ.get("DUCKDB_VECTORS_MODEL_PATH", SHARED / "models" / "static-256-wordllama")
-)
-SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 TOP_K = 5
 LOCK_DEADLINE_S = 5.0
-QUERIES = [
-    "how do I read a parquet file?",
-    "window functions",
-    "ATTACH a database",
-    "COPY TO csv with header",
-    "list_transform lambda",
-    "create a table from a CSV file",
-    "export to JSON",
-    "install an extension",
-    "string similarity functions",
-    "date_trunc and date_part",
-    "S3 credentials with httpfs",
-    "PRAGMA database_size",
-    "EXPLAIN ANALYZE profiling",
-    "struct and map types",
-    "pivot and unpivot",
-    "sampling rows with TABLESAMPLE",
-    "Python relational API",
-    "regular expressions regexp_matches",
-    "how much memory does DuckDB use?",
-    "recursive CTE",
-]
 
 # One SDK reader process: ready marker after its first query, then loop until the deadline.
 SDK_READER = """

@@ -33,22 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from duckdb_vectors import VectorStore, index_folder
+from common import DOCS, HERE, MODEL, QUERIES, SCRIPT
 
-HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", HERE.parent.parent / "shared"))
-DOCS = SHARED / "evaldata" / "docs" / "duckdb" / "docs" / "current"
-MODEL = Path(
-    os.environ.get("DUCKDB_VECTORS_MODEL_PATH", SHARED / "models" / "static-256-wordllama")
-)
-SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
-QUERIES = [
-    "how do I read a parquet file?",
-    "window functions",
-    "ATTACH a database",
-    "COPY TO csv with header",
-    "list_transform lambda",
-]
+from duckdb_vectors import VectorStore, index_folder
 
 
 def environment() -> dict[str, str]:

@@ -13,31 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
+from common import DOCS, HERE, MODEL, QUERIES, SCRIPT
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import VectorStore, index_folder
-
-HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", HERE.parent.parent / "shared"))
-DOCS = SHARED / "evaldata" / "docs" / "duckdb" / "docs" / "current"
-MODEL = SHARED / "models" / "static-256-wordllama"
-SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
-QUERIES = [
-    "how do I read a parquet file?",
-    "window functions",
-    "ATTACH a database",
-    "COPY TO csv with header",
-    "list_transform lambda",
-]
 
 
 async def session_timings(parameters: StdioServerParameters, warm_calls: int) -> dict[str, float]:

@@ -58,27 +58,25 @@ def test_metrics_match_trec_eval_on_a_real_run(xquad_index: Path) -> None:
         assert mrr_at(ours, qrels[q], 100) == pytest.approx(theirs["recip_rank"])
 
 
-def test_eval_command_json(xquad_index: Path) -> None:
+def run_eval(index: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``duckdb-vectors eval`` on XQuAD-R en against ``index``."""
     environment = {**os.environ, "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL)}
-    result = subprocess.run(
-        [
-            SCRIPT,
-            "eval",
-            "--db",
-            str(xquad_index),
-            "--queries",
-            str(XQUAD_EN / "queries.jsonl"),
-            "--qrels",
-            str(XQUAD_EN / "qrels" / "test.tsv"),
-            "--modes",
-            "hybrid,text",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=300,
-    )
+    command = [
+        SCRIPT,
+        "eval",
+        "--db",
+        str(index),
+        "--queries",
+        str(XQUAD_EN / "queries.jsonl"),
+        "--qrels",
+        str(XQUAD_EN / "qrels" / "test.tsv"),
+        *options,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
+
+
+def test_eval_command_json(xquad_index: Path) -> None:
+    result = run_eval(xquad_index, "--modes", "hybrid,text", "--json")
     assert result.returncode == 0, result.stderr
     reports = json.loads(result.stdout)
     assert set(reports) == {"hybrid", "text"}
@@ -87,21 +85,5 @@ def test_eval_command_json(xquad_index: Path) -> None:
 
 
 def test_eval_command_refuses_unknown_modes(xquad_index: Path) -> None:
-    result = subprocess.run(
-        [
-            SCRIPT,
-            "eval",
-            "--db",
-            str(xquad_index),
-            "--queries",
-            str(XQUAD_EN / "queries.jsonl"),
-            "--qrels",
-            str(XQUAD_EN / "qrels" / "test.tsv"),
-            "--modes",
-            "hybrid,magic",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_eval(xquad_index, "--modes", "hybrid,magic")
     assert result.returncode == 2 and "unknown mode ['magic']" in result.stderr
