@@ -32,6 +32,11 @@ def docker(*arguments: str, check: bool = True, timeout: int = 600) -> subproces
     return result
 
 
+def shell(image: str, script: str) -> str:
+    """Run a shell script inside the image (not its entrypoint); its stdout."""
+    return docker("run", "--rm", "--entrypoint", "sh", image, "-c", script).stdout
+
+
 @pytest.fixture(scope="session")
 def image() -> str:
     subprocess.run(
@@ -74,16 +79,11 @@ def test_labels_carry_the_manifest(image: str) -> None:
 
 
 def test_the_runtime_image_carries_only_what_serving_needs(image: str) -> None:
-    listing = docker(
-        "run",
-        "--rm",
-        "--entrypoint",
-        "sh",
+    listing = shell(
         image,
-        "-c",
         "ls /app; command -v gcc cc pip || true; ls /docs /src 2>&1 || true;"
         " find / -xdev -name '*.duckdb.wal' 2>/dev/null; id -u",
-    ).stdout.split()
+    ).split()
     assert listing[:2] == ["manifest.json", "vectors.duckdb"]
     assert "/usr/bin/gcc" not in listing and not any(p.endswith("/pip") for p in listing)
     assert "10001" in listing  # not root
@@ -174,14 +174,9 @@ def test_no_secrets_in_any_layer(image: str) -> None:
         "ghp_",
     ):
         assert marker not in history and marker not in config, marker
-    files = docker(
-        "run",
-        "--rm",
-        "--entrypoint",
-        "sh",
+    files = shell(
         image,
-        "-c",
         "find / -xdev \\( -name '.netrc' -o -name 'id_rsa*' -o -name '*.pem' -path '/root/*'"
         " -o -name '.git-credentials' -o -name '.pypirc' \\) 2>/dev/null",
-    ).stdout
+    )
     assert files.strip() == ""
