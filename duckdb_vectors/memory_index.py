@@ -19,7 +19,10 @@ import duckdb
 import numpy as np
 
 from .models import Chunk
+from .schema import embedding_dimension
 from .search import BM25_B, BM25_K1, Ranking, Scope
+
+_LOAD_BATCH = 16_384
 
 
 @dataclass
@@ -62,12 +65,10 @@ class MemoryIndex:
     def load(
         cls, connection: duckdb.DuckDBPyConnection, k1: float = BM25_K1, b: float = BM25_B
     ) -> MemoryIndex:
-        core = connection.sql(
-            "SELECT key, token_count, embedding FROM chunks ORDER BY key"
-        ).fetchnumpy()
+        core = connection.sql("SELECT key, token_count FROM chunks ORDER BY key").fetchnumpy()
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
-        matrix = _normalised_matrix(core.pop("embedding"))
+        matrix = _normalised_matrix(connection, keys)
         postings = _load_postings(connection, lengths, k1, b)
         columns = (
             "chunk_id, text, source, position, title, CAST(metadata AS VARCHAR) AS metadata,"
@@ -75,6 +76,7 @@ class MemoryIndex:
         )
         fetched = connection.sql(f"SELECT {columns} FROM chunks ORDER BY key").fetchnumpy()
         rows = {name: values.tolist() for name, values in fetched.items()}
+        _release_cached_blocks(connection)
         return cls(connection, keys, matrix, postings, rows)
 
     def __len__(self) -> int:
@@ -141,13 +143,39 @@ class MemoryIndex:
         return Ranking(keys[order], selected_scores[order])
 
 
-def _normalised_matrix(embeddings: np.ndarray) -> np.ndarray:
-    if len(embeddings) == 0:
+def _normalised_matrix(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> np.ndarray:
+    """The embeddings as one float32 matrix, rows L2-normalised, in ``keys`` order.
+
+    DuckDB hands an ARRAY column to numpy as one small array per row; fetched all at once
+    they fragment the heap by the size of the whole matrix, which stays in the process's RSS.
+    Fetching by key range into a preallocated matrix keeps that transient to one batch.
+    """
+    if len(keys) == 0:
         return np.zeros((0, 0), dtype=np.float32)
-    matrix = np.stack(embeddings).astype(np.float32, copy=False)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    dimension = embedding_dimension(connection) or 0
+    matrix = np.empty((len(keys), dimension), dtype=np.float32)
+    for start in range(0, len(keys), _LOAD_BATCH):
+        batch = keys[start : start + _LOAD_BATCH]
+        rows = connection.execute(
+            "SELECT embedding FROM chunks WHERE key BETWEEN $1 AND $2 ORDER BY key",
+            [int(batch[0]), int(batch[-1])],
+        ).fetchnumpy()["embedding"]
+        matrix[start : start + len(batch)] = np.stack(rows)
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]
     matrix /= np.where(norms == 0, 1.0, norms)
     return matrix
+
+
+def _release_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
+    """Let DuckDB hand back the blocks it cached while the snapshot was read.
+
+    The snapshot now holds that data itself; DuckDB would otherwise keep the scanned blocks
+    and the sort's memory (about twice the snapshot) until memory pressure. Shrinking the limit
+    for a moment evicts them; the user's limit is then put back.
+    """
+    limit = connection.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    connection.execute("SET memory_limit = '32MB'")
+    connection.execute("SET memory_limit = $1", [limit])
 
 
 def _load_postings(
