@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
@@ -39,3 +41,9 @@ QUERIES = [
     "how much memory does DuckDB use?",
     "recursive CTE",
 ]
+
+
+def write_json(path: Path, result: Any) -> None:
+    """Write a benchmark's raw result, creating bench/out/ if needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from common import DOCS, HERE, MODEL, QUERIES, SCRIPT
+from common import DOCS, HERE, MODEL, QUERIES, SCRIPT, write_json
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import VectorStore, index_folder
@@ -371,8 +371,7 @@ def main() -> int:
         and "error" not in writers
     )
     result["ok"] = bool(ok)
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(arguments.out, result)
     print(
         f"{result['queries_served']} queries served (sdk {result['served_sdk']}, "
         f"mcp {result['served_mcp']}) in {phase['wall_s']} s; errors {result['errors']}, "

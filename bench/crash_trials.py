@@ -20,7 +20,6 @@ Writes bench/out/crash_trials.json and prints a short summary. Exit code 1 if an
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -33,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import DOCS, HERE, MODEL, QUERIES, SCRIPT
+from common import DOCS, HERE, MODEL, QUERIES, SCRIPT, write_json
 
 from duckdb_vectors import VectorStore, index_folder
 
@@ -235,8 +234,7 @@ def main() -> int:
         "seconds": round(time.perf_counter() - begin, 1),
         "records": records,
     }
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(arguments.out, result)
     print(
         f"{result['trials']} trials: {result['killed_midway']} killed midway, "
         f"{result['completed_before_kill']} completed before the kill, "

@@ -16,7 +16,6 @@ Writes bench/out/mcp_load.json and prints a short summary. Exit code 1 on errors
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from common import DOCS, HERE, MODEL, QUERIES, SCRIPT
+from common import DOCS, HERE, MODEL, QUERIES, SCRIPT, write_json
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import VectorStore, index_folder
@@ -186,8 +185,7 @@ def main() -> int:
             with VectorStore(db, model_path=MODEL) as store:
                 index_folder(store, arguments.docs)
         result = anyio.run(run, arguments, db)
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(arguments.out, result)
     print(
         f"{result['calls_served']} calls in {result['seconds']} s = {result['calls_per_s']}/s "
         f"({result['tasks']} tasks, {result['sessions']} session(s)); errors {result['errors']}, "
