@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from . import chunkers
 from .chunkers import (
     BinaryChunker,
     Chunker,
@@ -37,7 +38,7 @@ from .schema import has_table
 from .store import VectorStore, WriteStats
 
 DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as --max-file-size counts them
-BATCH_CHUNKS = 512
+
 logger = logging.getLogger(__name__)
 
 
@@ -146,8 +147,9 @@ def index_folder(
     chunker_logger.addHandler(collector)
     try:
         with store.transaction():
-            for entry in _progress(entries, progress):
-                run.add(entry)
+            # A generator: files are read and chunked while earlier batches are embedded.
+            chunks = (chunk for entry in _progress(entries, progress) for chunk in run.add(entry))
+            summary.count(store.add_chunks(chunks, stamp=run.stamp))
             run.finish()
     finally:
         chunker_logger.removeHandler(collector)
@@ -156,7 +158,7 @@ def index_folder(
 
 
 class _Run:
-    """One indexing run: per-file decisions, batched writes, and the final prune."""
+    """One indexing run: per-file decisions, and the final prune."""
 
     def __init__(
         self,
@@ -176,39 +178,39 @@ class _Run:
         self.known = _known_documents(store, source_prefix)
         self.keep: list[str] = []  # sources whose stored chunks stay as they are
         self.documents: list[_Document] = []
-        self.batch: list[Chunk] = []
 
-    def add(self, entry: _Entry) -> None:
+    def add(self, entry: _Entry) -> list[Chunk]:
+        """The chunks to write for a file: none if it is unchanged or cannot be indexed."""
         if entry.problem is not None:
             self._problem(entry.source, entry.problem, skipped=True, keep=False)
-            return
+            return []
         self.summary.files_seen += 1
         try:
             data = _read_stable(entry.path, self.max_file_bytes)
         except SkipFile as reason:
             self._problem(entry.source, str(reason), skipped=True, keep=True)
-            return
+            return []
         except FileNotFoundError:
             self._problem(entry.source, "vanished while indexing", skipped=False, keep=False)
-            return
+            return []
         except OSError as error:
             reason = f"unreadable: {error.strerror or error}"
             self._problem(entry.source, reason, skipped=False, keep=True)
-            return
+            return []
         content_hash = hashlib.sha256(data).hexdigest()
         if self.known.get(entry.source) == (content_hash, self.chunker_key):
             self.summary.files_unchanged += 1
             self.keep.append(entry.source)
-            return
+            return []
         try:
             chunks = _chunk(self.chunker, data, entry.source)
         except SkipFile as reason:
             self._problem(entry.source, str(reason), skipped=True, keep=False)
-            return
+            return []
         except Exception as error:  # a chunker bug or a hostile file must not stop the run
             reason = f"{type(error).__name__}: {error}"
             self._problem(entry.source, reason, skipped=False, keep=True)
-            return
+            return []
         if entry.source in self.known:
             self.summary.files_changed += 1
         else:
@@ -217,21 +219,13 @@ class _Run:
         self.documents.append(
             _Document(entry.source, content_hash, mime_type, len(data), len(chunks))
         )
-        self.batch.extend(chunks)
-        if len(self.batch) >= BATCH_CHUNKS:
-            self._flush()
+        return chunks
 
     def finish(self) -> None:
-        self._flush()
         self.store.restamp(self.keep, self.stamp)
         self.summary.chunks_pruned = self.store.prune(self.source_prefix, self.stamp)
         _record_documents(self.store, self.documents, self.chunker_key, self.stamp)
         _forget_documents(self.store, self.source_prefix)
-
-    def _flush(self) -> None:
-        if self.batch:
-            self.summary.count(self.store.add_chunks(self.batch, stamp=self.stamp))
-            self.batch = []
 
     def _problem(self, source: str, reason: str, *, skipped: bool, keep: bool) -> None:
         """Report a file once; ``keep`` leaves its previously indexed chunks in place."""
@@ -340,7 +334,8 @@ def _mime_type(chunker: Chunker | BinaryChunker, source: str, data: bytes) -> st
 
 def _chunker_key(chunker: Chunker | BinaryChunker) -> str:
     # Dataclass chunkers repr their settings, so changing e.g. max_chars re-chunks every file.
-    return hashlib.sha256(repr(chunker).encode()).hexdigest()[:16]
+    key = f"{chunkers.CHUNKING_VERSION}:{chunker!r}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _known_documents(store: VectorStore, prefix: str) -> dict[str, tuple[str, str]]:

@@ -21,14 +21,17 @@ def new_rows(
     embeddings: np.ndarray,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Columns of the chunk rows and of their postings, ready for one bulk INSERT each."""
-    token_counts, terms, term_keys, term_frequencies = [], [], [], []
-    for key, chunk in zip(keys, chunks, strict=True):
+    token_counts: list[int] = []
+    terms: list[str] = []
+    term_frequencies: list[int] = []
+    distinct_terms: list[int] = []
+    for chunk in chunks:
         tokens = tokenize(embedding_text(chunk))
         token_counts.append(len(tokens))
-        for term, frequency in Counter(tokens).items():
-            terms.append(term)
-            term_keys.append(int(key))
-            term_frequencies.append(frequency)
+        frequencies = Counter(tokens)
+        terms.extend(frequencies.keys())
+        term_frequencies.extend(frequencies.values())
+        distinct_terms.append(len(frequencies))
     rows = {
         "key": keys,
         "chunk_id": column([chunk.chunk_id for chunk in chunks]),
@@ -43,7 +46,7 @@ def new_rows(
     }
     postings = {
         "term": column(terms),
-        "key": np.asarray(term_keys, dtype=np.int64),
+        "key": np.repeat(np.asarray(keys, dtype=np.int64), distinct_terms),
         "tf": np.asarray(term_frequencies, dtype=np.int32),
     }
     return rows, postings
@@ -96,9 +99,14 @@ def check_text_fields(chunks: list[Chunk], metadata: list[str]) -> None:
         check_utf8(metadata[index], f"metadata of chunk {index}")
 
 
-def check_unique_ids(chunks: list[Chunk]) -> None:
+def check_unique_ids(chunks: list[Chunk], seen: set[str] | None = None) -> None:
+    """Ids must be non-empty and appear once in a write (``seen``: ids of its earlier batches,
+    updated here)."""
     counts = Counter(chunk.chunk_id for chunk in chunks)
     duplicates = [chunk_id for chunk_id, count in counts.items() if count > 1]
+    if seen is not None:
+        duplicates += [chunk_id for chunk_id in counts if chunk_id in seen]
+        seen.update(counts)
     if duplicates:
         raise ValueError(f"duplicate ids in one write: {duplicates[:5]}")
     if any(not chunk.chunk_id for chunk in chunks):

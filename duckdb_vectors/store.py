@@ -6,18 +6,19 @@ import base64
 import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import numpy as np
 
-from . import rows
+from . import rows, writes
 from .config import DEFAULT_BACKEND, FusionSettings, Settings
-from .db import Transaction, column, connect, first_line, is_open, registered, scalar
+from .db import Transaction, connect, first_line, is_open, registered, scalar
 from .embedders import Embedder, EmbedderSpec, get_embedder
 from .errors import (
     IndexMismatchError,
@@ -32,7 +33,6 @@ from .ranking_sql import validate_fragment
 from .schema import (
     SCHEMA_VERSION,
     check_readable,
-    create_chunks_table,
     embedding_dimension,
     has_table,
     migrate,
@@ -47,24 +47,10 @@ from .search import (
     fuse,
 )
 from .tokenizer import TOKENIZER_NAME, tokenize
+from .writes import WriteStats
 
 MAX_TOP_K = 10_000
-
-
-@dataclass(frozen=True)
-class WriteStats:
-    """What one write did.
-
-    ``added`` ids were new and ``updated`` ones had new content; ``unchanged`` ones had the
-    same etag and were only restamped. ``embedded`` counts the vectors computed: a new or
-    updated chunk whose etag matches any stored chunk (a moved or repeated text) reuses its
-    vector instead.
-    """
-
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    embedded: int = 0
+WRITE_BATCH = 512  # chunks embedded and written together
 
 
 class VectorStore:
@@ -216,7 +202,8 @@ class VectorStore:
             chunks: the chunks to write; ``etag``, ``stamped_at`` and ``embedding`` are set here.
             stamp: the write time recorded as ``stamped_at`` (default: now).
         """
-        return self._write(list(chunks), vectors=None, stamp=stamp)
+        self._require_writable()
+        return self._write_embedding_ahead(chunks, stamp or datetime.now(timezone.utc))
 
     def put_vectors(self, vectors: Sequence[dict[str, Any]]) -> WriteStats:
         """Upsert precomputed vectors, as S3 Vectors' ``PutVectors`` does.
@@ -253,7 +240,7 @@ class VectorStore:
         array = np.asarray(matrix, dtype=np.float32).reshape(len(matrix), -1)
         if not np.isfinite(array).all():
             raise ValueError("vectors must not contain NaN or infinity")
-        return self._write(chunks, vectors=array, stamp=None)
+        return self._write(chunks, vectors=array)
 
     def delete_vectors(self, keys: Sequence[str]) -> int:
         """Delete chunks by id; return how many existed."""
@@ -549,160 +536,60 @@ class VectorStore:
 
     # -- internals: writes -------------------------------------------------------------------
 
-    def _write(
-        self, chunks: list[Chunk], vectors: np.ndarray | None, stamp: datetime | None
-    ) -> WriteStats:
+    def _write(self, chunks: list[Chunk], vectors: np.ndarray | None) -> WriteStats:
+        """One batch with the caller's vectors (``put_vectors``)."""
         self._require_writable()
-        if not chunks:
-            return WriteStats()
-        rows.check_unique_ids(chunks)
-        metadata_json = [rows.metadata_json(chunk, index) for index, chunk in enumerate(chunks)]
-        rows.check_text_fields(chunks, metadata_json)
-        etags = [
-            rows.etag(chunk, None if vectors is None else vectors[index])
-            for index, chunk in enumerate(chunks)
-        ]
-        stamp = stamp or datetime.now(timezone.utc)
-        with self._lock:
-            existing = self._existing_etags([chunk.chunk_id for chunk in chunks])
-            changed = [
-                i for i, chunk in enumerate(chunks) if existing.get(chunk.chunk_id) != etags[i]
-            ]
-            embeddings, embedded = self._embeddings_for(
-                [chunks[i] for i in changed],
-                [etags[i] for i in changed],
-                None if vectors is None else vectors[changed],
-            )
-            with self.transaction():
-                if embeddings is not None:
-                    create_chunks_table(self._connection, embeddings.shape[1])
-                self._replace_changed(chunks, changed, etags, metadata_json, embeddings, stamp)
-                self._restamp_unchanged(chunks, changed, metadata_json, stamp)
-        added = sum(1 for i in changed if chunks[i].chunk_id not in existing)
-        return WriteStats(
-            added=added,
-            updated=len(changed) - added,
-            unchanged=len(chunks) - len(changed),
-            embedded=embedded,
-        )
+        stamp = datetime.now(timezone.utc)
+        with self._lock, self.transaction():
+            batch = writes.plan_batch(self._connection, chunks, vectors)
+            return self._apply(batch, batch.embeddings(None), stamp)
 
-    def _embeddings_for(
-        self, chunks: list[Chunk], etags: list[str], vectors: np.ndarray | None
-    ) -> tuple[np.ndarray | None, int]:
-        """Vectors for new or changed chunks, and how many had to be computed."""
-        if not chunks:
-            return None, 0
-        if vectors is not None:
-            self._check_dimension(vectors.shape[1])
-            return vectors, 0
-        stored = self._stored_embeddings(etags)
-        missing = [i for i, etag in enumerate(etags) if etag not in stored]
-        computed = (
-            self._checked_embedder().embed([rows.embedding_text(chunks[i]) for i in missing])
-            if missing
-            else None
-        )
-        dimension = computed.shape[1] if computed is not None else len(next(iter(stored.values())))
-        self._check_dimension(dimension)
-        embeddings = np.empty((len(chunks), dimension), dtype=np.float32)
-        for i, etag in enumerate(etags):
-            if etag in stored:
-                embeddings[i] = stored[etag]
-        if computed is not None:
-            embeddings[missing] = computed
-        return embeddings, len(missing)
+    def _write_embedding_ahead(self, chunks: Iterable[Chunk], stamp: datetime) -> WriteStats:
+        """Write ``chunks`` in batches; each batch is embedded in a background thread while
+        the caller produces the next batch and the previous one is written.
 
-    def _stored_embeddings(self, etags: list[str]) -> dict[str, np.ndarray]:
-        if not has_table(self._connection, "chunks"):
-            return {}
-        rows = self._connection.execute(
-            "SELECT DISTINCT ON (etag) etag, embedding FROM chunks"
-            " WHERE etag IN (SELECT unnest($1::VARCHAR[]))",
-            [list(set(etags))],
-        ).fetchall()
-        return {etag: np.asarray(embedding, dtype=np.float32) for etag, embedding in rows}
+        Overlap is the point: for a fast local model, chunking, tokenizing and storing cost as
+        much as embedding, and a cloud embedder waits on the network. The thread only embeds
+        (no DuckDB calls); the store's lock and one transaction cover the whole write.
+        """
+        total = WriteStats()
+        seen_ids: set[str] = set()
+        embedding = ThreadPoolExecutor(1, thread_name_prefix="duckdb-vectors-embed")
+        pending: tuple[writes.PlannedBatch, Future[np.ndarray] | None] | None = None
+        try:
+            with self._lock, self.transaction():
+                for chunk_batch in _batched(chunks, WRITE_BATCH):
+                    batch = writes.plan_batch(self._connection, chunk_batch, None, seen_ids)
+                    texts = batch.texts_to_embed()
+                    future = (
+                        embedding.submit(self._checked_embedder().embed, texts) if texts else None
+                    )
+                    if pending is not None:
+                        total += self._apply_embedded(*pending, stamp)
+                    pending = (batch, future)
+                if pending is not None:
+                    total += self._apply_embedded(*pending, stamp)
+        finally:
+            # On an error or Ctrl-C, do not wait for a batch being embedded: it is discarded.
+            embedding.shutdown(wait=False, cancel_futures=True)
+        return total
 
-    def _existing_etags(self, chunk_ids: list[str]) -> dict[str, str]:
-        if not has_table(self._connection, "chunks"):
-            return {}
-        rows = self._connection.execute(
-            "SELECT chunk_id, etag FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
-            [chunk_ids],
-        ).fetchall()
-        return dict(rows)
+    def _apply_embedded(
+        self, batch: writes.PlannedBatch, future: Future[np.ndarray] | None, stamp: datetime
+    ) -> WriteStats:
+        return self._apply(batch, batch.embeddings(future.result() if future else None), stamp)
 
-    def _replace_changed(
-        self,
-        chunks: list[Chunk],
-        changed: list[int],
-        etags: list[str],
-        metadata_json: list[str],
-        embeddings: np.ndarray | None,
-        stamp: datetime,
-    ) -> None:
-        if not changed:
-            return
-        connection = self._connection
-        old = connection.execute(
-            "SELECT key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
-            [[chunks[i].chunk_id for i in changed]],
-        ).fetchnumpy()["key"]
-        self._delete_keys(old)
-        first_key = int(scalar(connection, "SELECT coalesce(max(key), 0) + 1 FROM chunks"))
-        keys = np.arange(first_key, first_key + len(changed), dtype=np.int64)
-        chunk_rows, postings = rows.new_rows(
-            [chunks[i] for i in changed],
-            keys,
-            [etags[i] for i in changed],
-            [metadata_json[i] for i in changed],
-            embeddings,
-        )
-        dimension = embeddings.shape[1]
-        with (
-            registered(connection, "new_chunks", chunk_rows),
-            registered(connection, "new_postings", postings),
-        ):
-            connection.execute(
-                "INSERT INTO chunks (key, chunk_id, text, source, position, title, metadata, etag,"
-                " stamped_at, token_count, embedding) SELECT key, chunk_id, text, source, position,"
-                f" title, metadata, etag, $1, token_count, CAST(embedding AS FLOAT[{dimension}])"
-                " FROM new_chunks",
-                [stamp],
-            )
-            connection.execute("INSERT INTO postings SELECT term, key, tf FROM new_postings")
-
-    def _restamp_unchanged(
-        self, chunks: list[Chunk], changed: list[int], metadata_json: list[str], stamp: datetime
-    ) -> None:
-        changed_set = set(changed)
-        same = [i for i in range(len(chunks)) if i not in changed_set]
-        if not same:
-            return
-        updates = {
-            "chunk_id": column([chunks[i].chunk_id for i in same]),
-            "source": column([chunks[i].source for i in same]),
-            "position": column([chunks[i].position for i in same], "int32"),
-            "metadata": column([metadata_json[i] for i in same]),
-        }
-        with registered(self._connection, "unchanged_chunks", updates):
-            self._connection.execute(
-                "UPDATE chunks SET source = u.source, position = u.position,"
-                " metadata = CAST(u.metadata AS JSON), stamped_at = $1"
-                " FROM unchanged_chunks u WHERE chunks.chunk_id = u.chunk_id",
-                [stamp],
-            )
+    def _apply(
+        self, batch: writes.PlannedBatch, embeddings: np.ndarray | None, stamp: datetime
+    ) -> WriteStats:
+        if embeddings is not None:
+            self._check_dimension(embeddings.shape[1])
+        self._memory = None
+        return writes.apply_batch(self._connection, batch, embeddings, stamp)
 
     def _delete_keys(self, keys: np.ndarray) -> None:
-        if len(keys) == 0:
-            return
         self._memory = None
-        key_list = [int(key) for key in keys]
-        self._connection.execute(
-            "DELETE FROM postings WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list]
-        )
-        self._connection.execute(
-            "DELETE FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list]
-        )
+        writes.delete_keys(self._connection, keys)
 
     def _refresh_manifest(self) -> None:
         self._memory = None
@@ -861,3 +748,9 @@ def _decode_token(token: str) -> str:
     if not isinstance(after, str):
         raise ValueError("next_token is not valid; pass the token a previous page returned")
     return after
+
+
+def _batched(items: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch

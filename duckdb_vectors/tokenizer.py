@@ -16,6 +16,7 @@ tokenizer that built it.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import regex
@@ -25,15 +26,23 @@ TOKENIZER_NAME = "exact-v1"
 _CJK = r"[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]&&[\p{L}\p{M}]"
 _WORD = rf"[[\p{{L}}\p{{N}}\p{{M}}_]--[{_CJK}]]+"
 _TOKEN = regex.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>{_WORD}(?:[.\-']{_WORD})*)", regex.V1)
-_JOINERS = regex.compile(r"[.\-']")
+_JOINERS = re.compile(r"[.\-']")
+# The same pattern for ASCII text, where NFKC changes nothing and casefold is lower(): the
+# stdlib engine runs it 2x faster, and most chunks of technical text are ASCII. Its first
+# group (CJK) never matches; it is there so both patterns give (cjk, word) pairs.
+_ASCII_TOKEN = re.compile(r"((?!))|([a-z0-9_]+(?:[.\-'][a-z0-9_]+)*)")
 
 
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into the case-folded tokens that BM25 indexes and queries with."""
+    if text.isascii():
+        matches = _ASCII_TOKEN.findall(text.lower())
+    else:
+        matches = _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
     tokens: list[str] = []
     # findall and plain substring tests: this runs over every chunk, so it avoids per-match
     # method calls (2.6x faster than finditer with group lookups).
-    for cjk, word in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
+    for cjk, word in matches:
         if word:
             tokens.append(word)
             if "." in word or "-" in word or "'" in word:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
 
-from duckdb_vectors import VectorStore, index_folder
+from duckdb_vectors import VectorStore, chunkers, index_folder
 from duckdb_vectors.chunkers import default_chunker
 from duckdb_vectors.chunkers.pdf import NO_TEXT_LAYER
 
@@ -121,6 +121,23 @@ def test_editing_a_file_re_embeds_only_its_changed_chunks(docs: Path, db_path: P
         assert (summary.files_changed, summary.files_unchanged) == (1, 2)
         assert (summary.chunks_updated, summary.chunks_embedded) == (1, 1)
         assert store.query("how many retries", top_k=1)[0].chunk.text.endswith("five times.")
+
+
+@pytest.mark.parametrize("change", ["settings", "version"])
+def test_a_new_chunker_re_chunks_every_file_but_embeds_only_new_text(
+    docs: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    with open_store(db_path) as store:
+        index_folder(store, docs)
+        if change == "version":  # a release whose chunkers cut the same files differently
+            monkeypatch.setattr(chunkers, "CHUNKING_VERSION", chunkers.CHUNKING_VERSION + 1)
+            summary = index_folder(store, docs)
+            assert summary.chunks_embedded == 0  # same chunks: every vector is reused
+        else:
+            summary = index_folder(store, docs, chunker=default_chunker(max_chars=30))
+            assert summary.chunks_unchanged > 0  # a short paragraph that fits either way
+            assert summary.chunks_embedded == summary.chunks_added + summary.chunks_updated
+        assert (summary.files_changed, summary.files_unchanged) == (3, 0)
 
 
 def test_deleting_a_file_removes_its_chunks(docs: Path, db_path: Path) -> None:

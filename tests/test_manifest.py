@@ -12,6 +12,7 @@ from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
 from duckdb_vectors import IndexMismatchError, NotAnIndexError, VectorStore
 from duckdb_vectors.embedders import BaseEmbedder, fingerprint_directory
+from duckdb_vectors.store import WRITE_BATCH
 
 
 def build(path: Path, texts: list[str], **options) -> VectorStore:
@@ -130,16 +131,11 @@ def test_a_newer_schema_is_refused(db_path: Path) -> None:
 def test_an_interrupted_write_leaves_the_index_as_it_was(db_path: Path) -> None:
     store = build(db_path, ["kept text"])
     before = store.manifest.content_hash
-
-    class Boom(Exception):
-        pass
-
-    def explode(*_args):
-        raise Boom
-
-    store._restamp_unchanged = explode  # fail inside the transaction, after the inserts
-    with pytest.raises(Boom):
-        store.add_texts(["kept text", "new text"], ids=["id0", "id1"])
+    # Three batches, the last one bad: the first is already inserted when the error comes.
+    texts = [f"new text {i}" for i in range(2 * WRITE_BATCH + 1)]
+    metadatas = [{}] * (2 * WRITE_BATCH) + [{"when": object()}]
+    with pytest.raises(ValueError, match="not JSON-serialisable"):
+        store.add_texts(texts, metadatas=metadatas)
     store.close()
     with VectorStore(db_path, model_path=STATIC_MODEL, read_only=True) as reopened:
         assert reopened.count() == 1

@@ -1,5 +1,6 @@
 """Property-based tests (hypothesis): the filter compiler against a reference evaluator run on
-real JSON metadata in DuckDB, the chunkers' no-loss and size guarantees, and fusion."""
+real JSON metadata in DuckDB, the chunkers' no-loss and size guarantees, fusion, and the
+tokenizer's ASCII fast path."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pyromark
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
 
 from duckdb_vectors import InvalidFilterError
 from duckdb_vectors.chunkers import MarkdownChunker, TextChunker
@@ -21,6 +22,7 @@ from duckdb_vectors.chunkers.markdown import split_front_matter
 from duckdb_vectors.config import FusionSettings
 from duckdb_vectors.filters import compile_filter
 from duckdb_vectors.search import Ranking, fuse
+from duckdb_vectors.tokenizer import tokenize
 
 # No example database: every run is the same fresh search, and nothing is written to disk.
 # The @example cases are failures found before; they run first and fail fast.
@@ -326,11 +328,28 @@ def _visible(text: str) -> Counter[str]:
 
 def _heading_lines(body: str) -> set[int]:
     """Line numbers (as CommonMark counts lines) of the document's top-level headings."""
+    source = body.encode()
     lines: set[int] = set()
-    for token in MarkdownIt("commonmark").enable("table").parse(body):
-        if token.type == "heading_open" and token.level == 0 and token.map:
-            lines.update(range(*token.map))
+    for start, end in _top_level(body, {"Heading"}):
+        # (the byte before ``end`` may sit inside a character: its line is what counts)
+        first = len(_commonmark_lines(source[:start].decode(errors="ignore"))) - 1
+        last = len(_commonmark_lines(source[: max(start, end - 1)].decode(errors="ignore"))) - 1
+        lines.update(range(first, last + 1))
     return lines
+
+
+def _top_level(text: str, kinds: set[str] | None = None) -> list[tuple[int, int]]:
+    """Byte spans of the top-level blocks the parser finds (of ``kinds``, if given)."""
+    spans, depth = [], 0
+    for event, span in pyromark.events_with_range(text, options=pyromark.Options.ENABLE_TABLES):
+        tag = next(iter(event)) if isinstance(event, dict) else event
+        if depth == 0:
+            start = event["Start"] if tag == "Start" else tag
+            kind = start if isinstance(start, str) else next(iter(start))
+            if kinds is None or kind in kinds:
+                spans.append((span["start"], span["end"]))
+        depth += (tag == "Start") - (tag == "End")
+    return spans
 
 
 def _commonmark_lines(body: str) -> list[str]:
@@ -346,17 +365,10 @@ def _check_ids(chunks: list[Any], source: str) -> None:
 
 
 def _is_single_atomic_block(text: str) -> bool:
-    tokens = [
-        token
-        for token in MarkdownIt("commonmark").enable("table").parse(text)
-        if token.level == 0 and token.nesting != -1
-    ]
-    return len(tokens) == 1 and tokens[0].type in {
-        "fence",
-        "code_block",
-        "table_open",
-        "html_block",
-    }
+    return len(_top_level(text)) == 1 and len(_top_level(text, _ATOMIC)) == 1
+
+
+_ATOMIC = {"CodeBlock", "Table", "HtmlBlock"}
 
 
 @SETTINGS
@@ -569,3 +581,11 @@ def test_fusing_with_an_empty_signal_keeps_the_other_order(vector, lexical, meth
     ordered = [by_score[key] for key in fused.keys.tolist()]
     if method == "rrf" or max(by_score.values()) > 0:
         assert ordered == sorted(ordered, reverse=True)
+
+
+@SETTINGS
+@given(text=st.text(st.characters(max_codepoint=127)))
+@example(text="v2.0 covid-19 O'Neil a..b -x- _id_ ABC")
+def test_ascii_text_tokenizes_as_the_unicode_path_does(text) -> None:
+    """ASCII text takes a faster path; a non-ASCII word after it forces the general one."""
+    assert tokenize(text + " \u00e9") == [*tokenize(text), "\u00e9"]

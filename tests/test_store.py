@@ -10,12 +10,15 @@ import pytest
 from conftest import DEFAULT_BACKEND, INTRO_TEXTS, STATIC_MODEL
 
 from duckdb_vectors import (
+    Chunk,
     DuckDBVectorsError,
     NotAnIndexError,
     ReadOnlyError,
     SearchResult,
     VectorStore,
 )
+from duckdb_vectors.embedders.hashing import HashingEmbedder
+from duckdb_vectors.store import WRITE_BATCH
 
 
 def test_the_readme_walkthrough(db_path: Path) -> None:
@@ -87,6 +90,51 @@ def test_a_moved_text_reuses_its_stored_vector(store: VectorStore) -> None:
     assert (moved.added, moved.embedded) == (1, 0)
     first, second = store.get_vectors(["old.md#0", "new.md#0"], return_data=True)
     assert first.embedding == second.embedding
+
+
+def test_a_generator_of_chunks_is_written_in_batches_each_with_its_own_vectors(
+    store: VectorStore,
+) -> None:
+    count = 2 * WRITE_BATCH + 7  # three batches, embedded in the background one by one
+
+    def chunks():
+        for i in range(count):
+            yield Chunk(chunk_id=f"c{i}", text=f"chunk {i} about topic {i % 13}", source="gen")
+
+    stats = store.add_chunks(chunks())
+    assert (stats.added, stats.embedded, store.count()) == (count, count, count)
+    for chunk_id in ("c0", f"c{WRITE_BATCH}", f"c{count - 1}"):
+        stored = store.get_vectors([chunk_id], return_data=True)[0]
+        expected = store.embedder.embed([stored.text])[0]
+        assert np.allclose(stored.embedding, expected, atol=1e-6)
+
+
+def test_an_id_repeated_in_a_later_batch_is_refused_and_nothing_is_written(
+    store: VectorStore,
+) -> None:
+    chunks = [Chunk(chunk_id=f"c{i % WRITE_BATCH}", text=f"t{i}") for i in range(WRITE_BATCH + 1)]
+    with pytest.raises(ValueError, match=r"duplicate ids in one write: \['c0'\]"):
+        store.add_chunks(chunks)
+    assert store.count() == 0
+
+
+class FailsOnPoison(HashingEmbedder):
+    """An embedder that breaks on one text, as a model or a cloud API can."""
+
+    def embed(self, texts):
+        if "poison" in texts:
+            raise RuntimeError("the embedding service failed")
+        return super().embed(texts)
+
+
+def test_an_embedding_failure_in_a_later_batch_leaves_the_index_as_it_was(db_path: Path) -> None:
+    with VectorStore(db_path, embedder=FailsOnPoison()) as store:
+        store.add_texts(["kept"], ids=["k"])
+        texts = [f"text {i}" for i in range(2 * WRITE_BATCH)] + ["poison"]
+        with pytest.raises(RuntimeError, match="the embedding service failed"):
+            store.add_texts(texts)
+        assert [chunk.chunk_id for chunk in store.list_vectors()] == ["k"]
+        assert store.manifest.chunk_count == 1
 
 
 def test_writes_in_one_transaction_are_all_or_nothing(store: VectorStore) -> None:

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS, BinaryChunker, Chunker, SkipFile, make_chunks, split_text
+from .base import (
+    CHUNKING_VERSION,
+    DEFAULT_MAX_CHARS,
+    BinaryChunker,
+    Chunker,
+    SkipFile,
+    make_chunks,
+    split_text,
+)
 from .markdown import MarkdownChunker
 from .pdf import PdfChunker
 from .text import TextChunker
@@ -131,6 +139,7 @@ def register_chunker(
 
 
 __all__ = [
+    "CHUNKING_VERSION",
     "DEFAULT_MAX_CHARS",
     "BinaryChunker",
     "Chunker",

@@ -12,11 +12,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ..errors import EmbedderError
 from .base import BaseEmbedder, EmbedderSpec, as_matrix, fingerprint_directory
 
 _BATCH_SIZE = 256
+# Static models sum token vectors with one matrix product per batch. On 2 cores, OpenBLAS's
+# threads made that 1.3x slower (they spin while the tokenizer's own threads run) and, while
+# indexing, took the core that chunking and writing need: documents are embedded with one
+# BLAS thread (bench/index_throughput.py). The limit is process-wide while it lasts.
+_BLAS = ThreadpoolController()
 _OFFLINE_HINT = (
     "set DUCKDB_VECTORS_MODEL_PATH (or model_path=) to a local copy of the model, "
     "or allow network access so it can be downloaded"
@@ -51,7 +57,9 @@ class FastEmbedEmbedder(BaseEmbedder):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return as_matrix(list(self._loaded().embed(list(texts), batch_size=_BATCH_SIZE)))
+        model = self._loaded()
+        with _BLAS.limit(limits=1, user_api="blas"):
+            return as_matrix(list(model.embed(list(texts), batch_size=_BATCH_SIZE)))
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return as_matrix(list(self._loaded().query_embed(list(texts))))
