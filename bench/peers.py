@@ -9,6 +9,7 @@ process that opens the index and answers one query).
 
     python bench/peers.py --quick                 # SciFact only, under 5 minutes
     python bench/peers.py                         # + XQuAD-R en and a synthetic 100k corpus
+    python bench/peers.py --datasets synthetic-1m # scaling to a million chunks (about an hour)
     python bench/peers.py --systems lancedb numpy --datasets scifact
 
 Run it with the peers venv (pip install -e . -r bench/requirements-peers.txt). raghilda runs
@@ -51,9 +52,10 @@ TOP_K = 10
 DEPTH = 100  # hits asked for when judging relevance (Recall@100)
 RRF_K = 60
 FUSION_DEPTH = 100  # candidates taken from each side before reciprocal-rank fusion
-SYNTHETIC_SIZE = 100_000
+SYNTHETIC_SIZES = {"synthetic-100k": 100_000, "synthetic-1m": 1_000_000}
 WORKER_TIMEOUT_S = 3600
-DATASETS = ("scifact", "xquad-en", "synthetic-100k")
+DATASETS = ("scifact", "xquad-en", "synthetic-100k", "synthetic-1m")
+DEFAULT_DATASETS = ("scifact", "xquad-en", "synthetic-100k")  # 1M takes about an hour
 SYSTEMS = ("duckdb-vectors", "lancedb", "chroma", "sqlite-vec", "raghilda", "bm25s", "numpy")
 
 
@@ -82,8 +84,8 @@ def prepare(name: str, folder: Path) -> dict[str, dict[str, int]]:
 
     embedder = get_embedder(BACKEND, model_path=STATIC_MODEL)
     qrels: dict[str, dict[str, int]] = {}
-    if name == "synthetic-100k":
-        ids, texts, queries, vectors, query_vectors = _synthetic(SYNTHETIC_SIZE)
+    if name in SYNTHETIC_SIZES:
+        ids, texts, queries, vectors, query_vectors = _synthetic(SYNTHETIC_SIZES[name])
         query_ids = [f"q{i}" for i in range(len(queries))]
     else:
         source, split = {
@@ -872,7 +874,7 @@ def main() -> None:
         arguments.result.write_text(json.dumps(result))
         return
 
-    datasets = arguments.datasets or (["scifact"] if arguments.quick else list(DATASETS))
+    datasets = arguments.datasets or (["scifact"] if arguments.quick else list(DEFAULT_DATASETS))
     systems = [s for s in SYSTEMS if s in arguments.systems]
     if "raghilda" in systems and not arguments.raghilda_python.exists():
         print(f"no {arguments.raghilda_python}: skipping raghilda", file=sys.stderr)
@@ -882,8 +884,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="peers-") as scratch:
         for name in datasets:
             repeat = arguments.repeat or (200 if arguments.quick else 300)
-            if name == "synthetic-100k":
-                repeat = max(50, repeat // 3)
+            if name in SYNTHETIC_SIZES:
+                repeat = max(50, repeat // 3) if name == "synthetic-100k" else 30
             reports[name] = run_dataset(
                 name,
                 systems,

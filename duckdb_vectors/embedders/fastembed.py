@@ -17,7 +17,10 @@ from threadpoolctl import ThreadpoolController
 from ..errors import EmbedderError
 from .base import BaseEmbedder, EmbedderSpec, as_matrix, fingerprint_directory
 
-_BATCH_SIZE = 256
+_STATIC_BATCH = 256
+# A transformer's attention memory grows with batch x tokens^2: 256 chunks of 512 tokens took
+# MiniLM-L6 past 24 GB (killed); 16 kept it near 2 GB and ran no slower than 32 or 64.
+_TRANSFORMER_BATCH = 16
 # Static models sum token vectors with one matrix product per batch. On 2 cores, OpenBLAS's
 # threads made that 1.3x slower (they spin while the tokenizer's own threads run) and, while
 # indexing, took the core that chunking and writing need: documents are embedded with one
@@ -58,8 +61,9 @@ class FastEmbedEmbedder(BaseEmbedder):
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._loaded()
+        batch_size = _STATIC_BATCH if _is_static(model) else _TRANSFORMER_BATCH
         with _BLAS.limit(limits=1, user_api="blas"):
-            return as_matrix(list(model.embed(list(texts), batch_size=_BATCH_SIZE)))
+            return as_matrix(list(model.embed(list(texts), batch_size=batch_size)))
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return as_matrix(list(self._loaded().query_embed(list(texts))))
@@ -151,6 +155,13 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
             raise EmbedderError(
                 f"cannot download {self.repo_id}: {error}; {_OFFLINE_HINT}"
             ) from error
+
+
+def _is_static(model: Any) -> bool:
+    """A static (model2vec) model: a table lookup, no attention."""
+    from fastembed.text.static_embedding import StaticTextEmbedding
+
+    return isinstance(model.model, StaticTextEmbedding)
 
 
 def _import_fastembed() -> Any:
