@@ -6,7 +6,7 @@ run alternate ``--repeat`` times, so both see the same machine; medians are repo
 ratio. Then a no-change re-run, and a folder of ``--copies`` distinct copies.
 
     python bench/index_throughput.py                      # static model, 3 repeats, 20 copies
-    python bench/index_throughput.py --copies 0 --backend \\
+    python bench/index_throughput.py --copies 0 --folder data --backend \\
         fastembed:sentence-transformers/all-MiniLM-L6-v2 \\
         --model-path ../shared/models/onnx-minilm-l6-v2-int8   # a transformer model
 
@@ -88,18 +88,20 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=20, help="0 skips the copies run")
     parser.add_argument("--backend", default=DEFAULT_BACKEND)
     parser.add_argument("--model-path", type=Path, default=MODEL)
+    parser.add_argument("--folder", help="a sub-folder of the docs, e.g. data (26 files)")
     parser.add_argument("--out", type=Path)
     arguments = parser.parse_args()
     model = (str(arguments.model_path), arguments.backend)
+    docs = DOCS / arguments.folder if arguments.folder else DOCS
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as scratch:
         db = Path(scratch) / "docs.duckdb"
         embedding, indexing, rerun = [], [], []
         for _ in range(arguments.repeat):
-            embedding.append(run(EMBED_ONLY, str(DOCS), *model))
+            embedding.append(run(EMBED_ONLY, str(docs), *model))
             db.unlink(missing_ok=True)
-            indexing.append(run(INDEX_RUN, str(db), str(DOCS), *model))
-            rerun.append(run(INDEX_RUN, str(db), str(DOCS), *model))
+            indexing.append(run(INDEX_RUN, str(db), str(docs), *model))
+            rerun.append(run(INDEX_RUN, str(db), str(docs), *model))
         results["embedding alone (same chunks, no storage)"] = median_run(embedding)
         results["index 1x"] = median_run(indexing)
         results["re-run, nothing changed"] = median_run(rerun)
