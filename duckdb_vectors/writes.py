@@ -194,7 +194,7 @@ def _replace_changed(
     delete_keys(connection, old)
     first_key = int(scalar(connection, "SELECT coalesce(max(key), 0) + 1 FROM chunks"))
     keys = np.arange(first_key, first_key + len(chunks), dtype=np.int64)
-    chunk_rows, postings = rows.new_rows(
+    chunk_rows = rows.new_rows(
         chunks,
         keys,
         [batch.etags[i] for i in batch.changed],
@@ -202,10 +202,7 @@ def _replace_changed(
         embeddings,
     )
     dimension = embeddings.shape[1]
-    with (
-        registered(connection, "new_chunks", chunk_rows),
-        registered(connection, "new_postings", postings),
-    ):
+    with registered(connection, "new_chunks", chunk_rows):
         connection.execute(
             "INSERT INTO chunks (key, chunk_id, text, source, position, title, metadata, etag,"
             " stamped_at, token_count, embedding) SELECT key, chunk_id, text, source, position,"
@@ -213,7 +210,11 @@ def _replace_changed(
             " FROM new_chunks",
             [stamp],
         )
-        connection.execute("INSERT INTO postings SELECT term, key, tf FROM new_postings")
+        connection.execute(
+            "INSERT INTO postings SELECT term, key, CAST(count(*) AS INTEGER) FROM"
+            " (SELECT key, unnest(string_split(tokens, ' ')) AS term FROM new_chunks)"
+            " WHERE term <> '' GROUP BY key, term"
+        )
 
 
 def _restamp_unchanged(

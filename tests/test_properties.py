@@ -589,3 +589,10 @@ def test_fusing_with_an_empty_signal_keeps_the_other_order(vector, lexical, meth
 def test_ascii_text_tokenizes_as_the_unicode_path_does(text) -> None:
     """ASCII text takes a faster path; a non-ASCII word after it forces the general one."""
     assert tokenize(text + " \u00e9") == [*tokenize(text), "\u00e9"]
+
+
+@SETTINGS
+@given(text=st.text())
+def test_tokens_are_never_empty_and_never_hold_a_space(text) -> None:
+    """The index stores each chunk's tokens joined by spaces and splits them in SQL."""
+    assert all(token and " " not in token for token in tokenize(text))
