@@ -32,7 +32,9 @@ demo: install
 	$(MODEL_ENV) $(BIN)/duckdb-vectors search "$(Q)" --db demo.duckdb --top-k 2
 	$(MODEL_ENV) $(BIN)/python examples/quickstart.py quickstart.duckdb
 
+# The container tests need a Docker engine: where none answers, docker/engine-env.sh serves one.
 test: install
+	eval "$$(bash docker/engine-env.sh $(SHARED))" && \
 	HF_HUB_OFFLINE=1 DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest
 
 lint: install

@@ -202,7 +202,6 @@ class VectorStore:
             chunks: the chunks to write; ``etag``, ``stamped_at`` and ``embedding`` are set here.
             stamp: the write time recorded as ``stamped_at`` (default: now).
         """
-        self._require_writable()
         return self._write_embedding_ahead(chunks, stamp or datetime.now(timezone.utc))
 
     def put_vectors(self, vectors: Sequence[dict[str, Any]]) -> WriteStats:
@@ -539,6 +538,8 @@ class VectorStore:
     def _write(self, chunks: list[Chunk], vectors: np.ndarray | None) -> WriteStats:
         """One batch with the caller's vectors (``put_vectors``)."""
         self._require_writable()
+        if not chunks:
+            return WriteStats()
         stamp = datetime.now(timezone.utc)
         with self._lock, self.transaction():
             batch = writes.plan_batch(self._connection, chunks, vectors)

@@ -39,7 +39,7 @@ def shell(image: str, script: str) -> str:
 
 @pytest.fixture(scope="session")
 def image() -> str:
-    subprocess.run(
+    built = subprocess.run(
         [
             "make",
             "image",
@@ -49,10 +49,12 @@ def image() -> str:
             f"MODEL_PATH={STATIC_MODEL}",
         ],
         cwd=REPOSITORY,
-        check=True,
         capture_output=True,
+        text=True,
         timeout=1200,
     )
+    if built.returncode != 0:
+        pytest.fail(f"make image failed:\n{built.stderr[-3000:]}")
     return IMAGE
 
 

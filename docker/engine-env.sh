@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Prints the environment (`export DOCKER_HOST=...`) for a Docker engine the tests can use:
+# nothing when `docker info` already answers; otherwise the Podman engine that
+# ../shared/container-engine/setup.sh installs and serves (machines with only the docker CLI).
+# Use:  eval "$(bash docker/engine-env.sh ../shared)"
+set -euo pipefail
+shared=${1:?usage: engine-env.sh SHARED-FOLDER}
+setup="$(cd "$shared" && pwd)/container-engine/setup.sh"
+if docker info >/dev/null 2>&1 || [[ ! -f $setup ]]; then
+    exit 0
+fi
+# Started from /: the engine (and each container's conmon) keeps the working directory it was
+# started in, and a deleted clone there makes every later `docker run` fail.
+cd /
+exec bash "$setup"
