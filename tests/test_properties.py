@@ -1,6 +1,6 @@
 """Property-based tests (hypothesis): the filter compiler against a reference evaluator run on
-real JSON metadata in DuckDB, the chunkers' no-loss and size guarantees, fusion, and the
-tokenizer's ASCII fast path."""
+real JSON metadata in DuckDB, the chunkers' no-loss and size guarantees, fusion, top-k
+selection and the tokenizer's ASCII fast path."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from duckdb_vectors.chunkers import MarkdownChunker, TextChunker
 from duckdb_vectors.chunkers.markdown import split_front_matter
 from duckdb_vectors.config import FusionSettings
 from duckdb_vectors.filters import compile_filter
+from duckdb_vectors.memory_index import kth_largest
 from duckdb_vectors.search import Ranking, fuse
 from duckdb_vectors.tokenizer import tokenize
 
@@ -596,3 +597,19 @@ def test_ascii_text_tokenizes_as_the_unicode_path_does(text) -> None:
 def test_tokens_are_never_empty_and_never_hold_a_space(text) -> None:
     """The index stores each chunk's tokens joined by spaces and splits them in SQL."""
     assert all(token and " " not in token for token in tokenize(text))
+
+
+# -- top-k selection -------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(
+    scores=st.lists(st.integers(-50, 50), min_size=1, max_size=3000),
+    k=st.integers(1, 120),
+    sorted_input=st.booleans(),
+)
+def test_the_sampled_kth_largest_is_the_true_one(scores, k, sorted_input) -> None:
+    """Scores on a coarse grid make ties common; sorted input puts the sample at its worst."""
+    assume(k <= len(scores))
+    values = np.asarray(sorted(scores) if sorted_input else scores, dtype=np.float32)
+    assert kth_largest(values, k) == sorted(values.tolist(), reverse=True)[k - 1]

@@ -191,7 +191,11 @@ def test_ranking_sql_errors_are_one_line(filled_store: VectorStore) -> None:
 def test_sql_and_memory_paths_give_the_same_results_through_the_store(db_path: Path) -> None:
     documents = scifact_documents(200)
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
-        store.add_texts([d["text"] for d in documents], ids=[d["_id"] for d in documents])
+        store.add_texts(
+            [d["text"] for d in documents],
+            ids=[d["_id"] for d in documents],
+            metadatas=[{"n": i, "tags": ["a"]} if i % 2 else {} for i in range(len(documents))],
+        )
     answers = []
     for memory_index in (True, False):
         with VectorStore(
@@ -199,12 +203,14 @@ def test_sql_and_memory_paths_give_the_same_results_through_the_store(db_path: P
         ) as store:
             answers.append(
                 [
-                    (h.chunk.chunk_id, h.vector_rank, h.text_rank)
+                    (h.chunk, h.vector_rank, h.text_rank)
                     for query in QUERIES
                     for h in store.query(query, top_k=10)
                 ]
             )
     assert answers[0] == answers[1]
+    assert any(chunk.metadata for chunk, _, _ in answers[0])
+    assert any(not chunk.metadata for chunk, _, _ in answers[0])
 
 
 def test_rrf_puts_agreement_first_and_reports_ranks() -> None:
