@@ -49,7 +49,8 @@ store.close()
 seconds = time.perf_counter() - started
 chunks = summary.chunks_added + summary.chunks_updated + summary.chunks_unchanged
 print(json.dumps({"seconds": seconds, "cpu_s": time.process_time() - cpu_started,
-                  "embedding_busy_s": sum(busy), "files": summary.files_seen, "chunks": chunks,
+                  "embedding_busy_s": sum(busy), "files": summary.files_seen,
+                  "unchanged_files": summary.files_unchanged, "chunks": chunks,
                   "embedded": summary.chunks_embedded,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
