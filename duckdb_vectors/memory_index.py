@@ -102,11 +102,11 @@ class MemoryIndex:
         ]
         if not term_ids:
             return Ranking.empty()
-        slices = [slice(postings.offsets[t], postings.offsets[t + 1]) for t in term_ids]
-        rows = np.concatenate([postings.rows[s] for s in slices])
-        weights = np.concatenate(
-            [postings.weights[s] * postings.idf[t] for s, t in zip(slices, term_ids, strict=True)]
-        )
+        ids = np.asarray(term_ids)
+        starts, ends = postings.offsets[ids].tolist(), postings.offsets[ids + 1].tolist()
+        rows = np.concatenate([postings.rows[a:b] for a, b in zip(starts, ends, strict=True)])
+        weights = np.concatenate([postings.weights[a:b] for a, b in zip(starts, ends, strict=True)])
+        weights = weights * np.repeat(postings.idf[ids], np.subtract(ends, starts))
         scores = np.bincount(rows, weights=weights, minlength=len(self.keys))
         matched = np.flatnonzero(scores)
         candidates = self._candidate_rows(scope)

@@ -203,30 +203,28 @@ def fuse(vector: Ranking, lexical: Ranking, settings: FusionSettings) -> FusedRa
     ``rrf``: Reciprocal Rank Fusion, ``w / (k + text_rank) + (1 - w) / (k + vector_rank)``.
     ``w`` is ``settings.lexical_weight``.
     """
-    keys = np.union1d(vector.keys, lexical.keys)
-    vector_ranks = _ranks_of(keys, vector.keys)
-    text_ranks = _ranks_of(keys, lexical.keys)
+    # One sort aligns both lists on the union of their keys: ``slots[i]`` is where the i-th
+    # key of the concatenation lands in ``keys``.
+    keys, slots = np.unique(np.concatenate([vector.keys, lexical.keys]), return_inverse=True)
+    vector_slots, text_slots = slots[: len(vector)], slots[len(vector) :]
+    vector_ranks = _ranks_at(vector_slots, len(keys))
+    text_ranks = _ranks_at(text_slots, len(keys))
     weight = settings.lexical_weight
     if settings.method == "rrf":
         vector_part = _reciprocal(vector_ranks, settings.rrf_k)
         text_part = _reciprocal(text_ranks, settings.rrf_k)
     else:
-        vector_part = _relative_by_key(keys, vector)
-        text_part = _relative_by_key(keys, lexical)
+        vector_part = _relative_at(vector_slots, vector.scores, len(keys))
+        text_part = _relative_at(text_slots, lexical.scores, len(keys))
     scores = (1 - weight) * vector_part + weight * text_part
     order = np.lexsort((keys, -scores))
     return FusedRanking(keys[order], scores[order], vector_ranks[order], text_ranks[order])
 
 
-def _ranks_of(keys: np.ndarray, ranked: np.ndarray) -> np.ndarray:
-    """1-based position of each of ``keys`` in ``ranked``, 0 where absent."""
-    ranks = np.zeros(len(keys), dtype=np.int64)
-    if len(ranked):
-        order = np.argsort(ranked, kind="stable")
-        found = np.searchsorted(ranked[order], keys)
-        found = np.minimum(found, len(ranked) - 1)
-        hit = ranked[order][found] == keys
-        ranks[hit] = order[found[hit]] + 1
+def _ranks_at(slots: np.ndarray, size: int) -> np.ndarray:
+    """1-based ranks placed at ``slots`` of an array of ``size``, 0 elsewhere."""
+    ranks = np.zeros(size, dtype=np.int64)
+    ranks[slots] = np.arange(1, len(slots) + 1)
     return ranks
 
 
@@ -234,17 +232,17 @@ def _reciprocal(ranks: np.ndarray, k: int) -> np.ndarray:
     return np.where(ranks > 0, 1.0 / (k + ranks), 0.0)
 
 
-def _relative_by_key(keys: np.ndarray, ranking: Ranking) -> np.ndarray:
-    """Each key's score divided by the ranking's best; the lowest such value where absent."""
-    if len(ranking) == 0:
-        return np.zeros(len(keys), dtype=np.float64)
-    best, worst = float(ranking.scores.max()), float(ranking.scores.min())
+def _relative_at(slots: np.ndarray, scores: np.ndarray, size: int) -> np.ndarray:
+    """Each score divided by the best, placed at ``slots``; the lowest such value elsewhere."""
+    if len(scores) == 0:
+        return np.zeros(size, dtype=np.float64)
+    best, worst = float(scores.max()), float(scores.min())
     if best > 0:
-        relative = ranking.scores / best
+        relative = scores / best
     elif best > worst:  # all scores <= 0 (cosine can be): keep the order, on a 0..1 scale
-        relative = (ranking.scores - worst) / (best - worst)
+        relative = (scores - worst) / (best - worst)
     else:
-        relative = np.ones(len(ranking.scores))
-    values = np.full(len(keys), float(relative.min()), dtype=np.float64)
-    values[np.searchsorted(keys, ranking.keys)] = relative
+        relative = np.ones(len(scores))
+    values = np.full(size, float(relative.min()), dtype=np.float64)
+    values[slots] = relative
     return values
