@@ -18,7 +18,15 @@ import numpy as np
 
 from . import rows, writes
 from .config import DEFAULT_BACKEND, FusionSettings, Settings
-from .db import Transaction, connect, first_line, is_open, registered, scalar
+from .db import (
+    Transaction,
+    connect,
+    first_line,
+    is_open,
+    registered,
+    scalar,
+    threads_reserved,
+)
 from .embedders import Embedder, EmbedderSpec, get_embedder
 from .errors import (
     IndexMismatchError,
@@ -558,7 +566,7 @@ class VectorStore:
         embedding = ThreadPoolExecutor(1, thread_name_prefix="duckdb-vectors-embed")
         pending: tuple[writes.PlannedBatch, Future[np.ndarray] | None] | None = None
         try:
-            with self._lock, self.transaction():
+            with self._lock, threads_reserved(self._connection, 1), self.transaction():
                 for chunk_batch in _batched(chunks, WRITE_BATCH):
                     batch = writes.plan_batch(self._connection, chunk_batch, None, seen_ids)
                     texts = batch.texts_to_embed()

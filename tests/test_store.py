@@ -137,6 +137,18 @@ def test_an_embedding_failure_in_a_later_batch_leaves_the_index_as_it_was(db_pat
         assert store.manifest.chunk_count == 1
 
 
+def test_a_write_gives_duckdb_its_threads_back_even_when_it_fails(db_path: Path) -> None:
+    """While a batch is embedded in a thread, DuckDB runs on one thread fewer."""
+    with VectorStore(db_path, embedder=FailsOnPoison()) as store:
+        setting = "SELECT current_setting('threads')"
+        before = store._connection.execute(setting).fetchall()
+        store.add_texts(["fine"])
+        assert store._connection.execute(setting).fetchall() == before
+        with pytest.raises(RuntimeError, match="the embedding service failed"):
+            store.add_texts(["poison"])
+        assert store._connection.execute(setting).fetchall() == before
+
+
 def test_writes_in_one_transaction_are_all_or_nothing(store: VectorStore) -> None:
     store.add_texts(["kept"], ids=["k"])
     with pytest.raises(RuntimeError), store.transaction():
