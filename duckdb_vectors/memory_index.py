@@ -147,7 +147,8 @@ class MemoryIndex:
 
 
 def kth_largest(scores: np.ndarray, k: int) -> float:
-    """The ``k``-th largest of ``scores`` (1 <= k <= len(scores)).
+    """The ``k``-th largest of ``scores`` (1 <= k <= len(scores); no NaN, which the snapshot's
+    unit vectors and BM25 weights never produce).
 
     A full partition costs about as much as the matrix product itself (30 us at 5k rows). The
     ``k``-th largest of a strided sample is a lower bound of the true one (the sample's ``k``

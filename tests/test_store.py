@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 from conftest import DEFAULT_BACKEND, INTRO_TEXTS, STATIC_MODEL
@@ -17,6 +18,7 @@ from duckdb_vectors import (
     SearchResult,
     VectorStore,
 )
+from duckdb_vectors.db import threads_reserved
 from duckdb_vectors.embedders.hashing import HashingEmbedder
 from duckdb_vectors.store import WRITE_BATCH
 
@@ -137,16 +139,46 @@ def test_an_embedding_failure_in_a_later_batch_leaves_the_index_as_it_was(db_pat
         assert store.manifest.chunk_count == 1
 
 
+THREADS = "SELECT current_setting('threads')"
+
+
 def test_a_write_gives_duckdb_its_threads_back_even_when_it_fails(db_path: Path) -> None:
     """While a batch is embedded in a thread, DuckDB runs on one thread fewer."""
     with VectorStore(db_path, embedder=FailsOnPoison()) as store:
-        setting = "SELECT current_setting('threads')"
-        before = store._connection.execute(setting).fetchall()
+        store._connection.execute("SET threads = 4")
         store.add_texts(["fine"])
-        assert store._connection.execute(setting).fetchall() == before
+        assert store._connection.execute(THREADS).fetchall() == [(4,)]
         with pytest.raises(RuntimeError, match="the embedding service failed"):
             store.add_texts(["poison"])
-        assert store._connection.execute(setting).fetchall() == before
+        assert store._connection.execute(THREADS).fetchall() == [(4,)]
+
+
+def test_threads_come_back_after_a_write_conflict_aborts_the_transaction(db_path: Path) -> None:
+    """Two stores on one file share DuckDB's settings; a conflict aborts the transaction."""
+    with (
+        VectorStore(db_path, embedder=HashingEmbedder()) as first,
+        VectorStore(db_path, embedder=HashingEmbedder()) as second,
+    ):
+        first._connection.execute("SET threads = 4")
+        first.add_texts(["one"], ids=["k"])
+        with pytest.raises(duckdb.TransactionException, match="Conflict"), first.transaction():
+            first.count()
+            second.add_texts(["two"], ids=["k"])
+            first.add_texts(["three"], ids=["k"])
+        assert first._connection.execute(THREADS).fetchall() == [(4,)]
+        assert [chunk.text for chunk in second.get_vectors(["k"])] == ["two"]
+
+
+def test_overlapping_writes_reserve_threads_once(db_path: Path) -> None:
+    with VectorStore(db_path, embedder=HashingEmbedder()) as store:
+        store._connection.execute("SET threads = 4")
+        other = store._connection.cursor()
+        with threads_reserved(store._connection, 1):
+            with threads_reserved(other, 1):
+                assert other.execute(THREADS).fetchall() == [(3,)]
+            assert store._connection.execute(THREADS).fetchall() == [(3,)]
+        assert store._connection.execute(THREADS).fetchall() == [(4,)]
+        other.close()
 
 
 def test_writes_in_one_transaction_are_all_or_nothing(store: VectorStore) -> None:
