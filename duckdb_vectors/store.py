@@ -7,7 +7,7 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
@@ -566,8 +566,10 @@ class VectorStore:
         embedding = ThreadPoolExecutor(1, thread_name_prefix="duckdb-vectors-embed")
         pending: tuple[writes.PlannedBatch, Future[np.ndarray] | None] | None = None
         try:
-            with self._lock, threads_reserved(self._connection, 1), self.transaction():
-                for chunk_batch in _batched(chunks, WRITE_BATCH):
+            with self._lock, self.transaction(), ExitStack() as while_overlapping:
+                for number, chunk_batch in enumerate(_batched(chunks, WRITE_BATCH)):
+                    if number == 1:  # from here on DuckDB writes while a batch is embedded
+                        while_overlapping.enter_context(threads_reserved(self._connection, 1))
                     batch = writes.plan_batch(self._connection, chunk_batch, None, seen_ids)
                     texts = batch.texts_to_embed()
                     future = (

@@ -142,15 +142,32 @@ def test_an_embedding_failure_in_a_later_batch_leaves_the_index_as_it_was(db_pat
 THREADS = "SELECT current_setting('threads')"
 
 
-def test_a_write_gives_duckdb_its_threads_back_even_when_it_fails(db_path: Path) -> None:
-    """While a batch is embedded in a thread, DuckDB runs on one thread fewer."""
-    with VectorStore(db_path, embedder=FailsOnPoison()) as store:
+class RecordsThreads(FailsOnPoison):
+    """Notes DuckDB's thread count while it embeds (through its own cursor: another thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cursor: duckdb.DuckDBPyConnection | None = None
+        self.seen: list[int] = []
+
+    def embed(self, texts):
+        if self.cursor is not None:
+            self.seen.append(self.cursor.execute(THREADS).fetchall()[0][0])
+        return super().embed(texts)
+
+
+def test_duckdb_gives_a_long_write_s_embedder_a_thread_and_takes_it_back(db_path: Path) -> None:
+    embedder = RecordsThreads()
+    with VectorStore(db_path, embedder=embedder) as store:
         store._connection.execute("SET threads = 4")
-        store.add_texts(["fine"])
+        embedder.cursor = store._connection.cursor()
+        store.add_texts([f"text {i}" for i in range(2 * WRITE_BATCH)])
+        assert embedder.seen == [4, 3]  # the first batch is embedded before any writing
         assert store._connection.execute(THREADS).fetchall() == [(4,)]
         with pytest.raises(RuntimeError, match="the embedding service failed"):
-            store.add_texts(["poison"])
+            store.add_texts([f"more {i}" for i in range(WRITE_BATCH)] + ["poison"])
         assert store._connection.execute(THREADS).fetchall() == [(4,)]
+        embedder.cursor.close()
 
 
 def test_threads_come_back_after_a_write_conflict_aborts_the_transaction(db_path: Path) -> None:
@@ -161,10 +178,11 @@ def test_threads_come_back_after_a_write_conflict_aborts_the_transaction(db_path
     ):
         first._connection.execute("SET threads = 4")
         first.add_texts(["one"], ids=["k"])
+        fillers = [f"filler {i}" for i in range(WRITE_BATCH)]
         with pytest.raises(duckdb.TransactionException, match="Conflict"), first.transaction():
             first.count()
             second.add_texts(["two"], ids=["k"])
-            first.add_texts(["three"], ids=["k"])
+            first.add_texts(["three", *fillers], ids=["k", *fillers])
         assert first._connection.execute(THREADS).fetchall() == [(4,)]
         assert [chunk.text for chunk in second.get_vectors(["k"])] == ["two"]
 
