@@ -45,7 +45,7 @@ class _Compiler:
             joiner = " AND " if key == "$and" else " OR "
             return "(" + joiner.join(self.compile(item, depth + 1) for item in value) + ")"
         if key.startswith("$"):
-            raise InvalidFilterError(f"unknown operator {key} at the top level; use a field name")
+            raise InvalidFilterError(f"unknown operator {key!r} at the top level; use a field name")
         if isinstance(value, dict):
             if not value:
                 raise InvalidFilterError(f"field {key!r}: empty operator object")
@@ -75,7 +75,7 @@ class _Compiler:
                 raise InvalidFilterError(f"field {key!r}: $exists needs true or false")
             return f"({field} IS {'NOT ' if argument else ''}NULL)"
         raise InvalidFilterError(
-            f"field {key!r}: unknown operator {operator}; "
+            f"field {key!r}: unknown operator {operator!r}; "
             "use $eq $ne $gt $gte $lt $lte $in $nin $exists"
         )
 

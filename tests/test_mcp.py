@@ -115,7 +115,7 @@ def test_report_tool(index: Path) -> None:
         ({"query": "  "}, "query must be a non-empty string"),
         ({"query": "x", "top_k": 0}, "greater than or equal to 1"),
         ({"query": "x", "top_k": 1000}, "less than or equal to 50"),
-        ({"query": "x", "filter": {"kind": {"$regex": "g.*"}}}, "unknown operator $regex"),
+        ({"query": "x", "filter": {"kind": {"$regex": "g.*"}}}, "unknown operator '$regex'"),
         ({"query": "x", "filter": {"year": {"$gt": "soon"}}}, "needs a number"),
         ({"top_k": 3}, "query"),
     ],

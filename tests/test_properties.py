@@ -202,6 +202,8 @@ junk = st.recursive(
 @given(filter=junk | st.dictionaries(junk_keys, junk, max_size=4))
 @example(filter={"year": 10**400})  # OverflowError in float(), not InvalidFilterError
 @example(filter={"year": {"$in": [-(10**400)]}})
+@example(filter={"genre": {"\n": None}})  # an operator echoed into the message, newline and all
+@example(filter={"$\n": 1})
 def test_junk_filters_compile_or_raise_invalid_filter_error(connection, filter) -> None:
     _load(connection, [{"genre": "drama", "year": 2020, "tags": ["a"]}, {}])
     try:
