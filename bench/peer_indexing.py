@@ -13,7 +13,7 @@ unchanged. Chunkers differ (raghilda's default is 1,600-character chunks with 50
 files/s compares the pipelines; chunks/s is each one's own. A re-run's chunks are those it
 chunked again: raghilda reads and chunks every file before it can tell that one is unchanged.
 
-    python bench/peer_indexing.py               # 3 repeats, about 5 minutes
+    python bench/peer_indexing.py               # 3 repeats, about 8 minutes
     python bench/peer_indexing.py --repeat 5 --folder data
 
 Run it with the main venv; raghilda runs under ``--raghilda-python`` (see bench/peers.py).
