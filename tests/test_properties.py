@@ -382,6 +382,7 @@ _ATOMIC = {"CodeBlock", "Table", "HtmlBlock"}
 )
 @example(document="0.\n\n\x1e\n\n#", max_chars=20, atomic_factor=1)  # \x1e: a line break?
 @example(document="a\u2028b\nc\n# H\n\nd\n", max_chars=100, atomic_factor=1)  # "c" is lost
+@example(document="0.\n\n 0", max_chars=20, atomic_factor=1)  # the list's span ends in " 0"
 def test_markdown_chunks_lose_and_duplicate_nothing(document, max_chars, atomic_factor) -> None:
     """Every visible character of the body reaches exactly one chunk, except the heading lines
     (they become titles) and the front matter (it becomes metadata)."""

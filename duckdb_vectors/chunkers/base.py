@@ -12,8 +12,9 @@ from ..models import Chunk
 DEFAULT_MAX_CHARS = 2000
 # Part of every indexed file's chunker key: bump it when a built-in chunker cuts the same input
 # differently, so the next index run re-chunks every file (vectors of unchanged text are reused)
-# and an updated index equals a fresh one. 2: Markdown parsed by pulldown-cmark.
-CHUNKING_VERSION = 2
+# and an updated index equals a fresh one. 2: Markdown parsed by pulldown-cmark. 3: a line
+# that two Markdown blocks claim is kept once.
+CHUNKING_VERSION = 3
 
 _PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n+")
 # A sentence ends at . ! ? (or their CJK forms) followed by whitespace, or at a CJK full stop.

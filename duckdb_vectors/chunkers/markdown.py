@@ -133,10 +133,15 @@ def _sections(body: str, root: str | None) -> list[_Section]:
     sections = [_Section([root] if root else [])]
     covered = 0
     for block in _top_level_blocks(body, source):
-        start = bisect.bisect_right(line_starts, block.start) - 1
-        end = max(start + 1, bisect.bisect_left(line_starts, block.end))
-        _add_uncovered(sections[-1], lines, covered, start)
-        covered = max(covered, end)
+        first = bisect.bisect_right(line_starts, block.start) - 1
+        end = max(first + 1, bisect.bisect_left(line_starts, block.end))
+        # A line belongs to the first block that claims it: pulldown-cmark can end a block
+        # inside the next one's first line (a list's span takes the indentation of the
+        # paragraph after it), and that line must not be kept twice.
+        start = max(first, covered)
+        if start < end:
+            _add_uncovered(sections[-1], lines, covered, start)
+            covered = end
         if block.heading_level:
             level = block.heading_level
             headings = [(lvl, name) for lvl, name in headings if lvl < level]
@@ -144,7 +149,7 @@ def _sections(body: str, root: str | None) -> list[_Section]:
             has_h1 = any(lvl == 1 for lvl, _ in headings)
             prefix = [] if has_h1 or not root else [root]
             sections.append(_Section(prefix + [name for _, name in headings]))
-        else:
+        elif start < end:
             block_text = _decode(lines[start:end]).strip("\n")
             if block_text.strip():
                 sections[-1].blocks.append(_Block(block_text, block.kind in _ATOMIC_BLOCKS))
