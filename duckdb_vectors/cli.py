@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from loguru import logger
 
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError
 from .indexer import DEFAULT_MAX_FILE_BYTES, index_folder
@@ -70,6 +71,8 @@ def cli(debug: bool) -> None:
         format="%(levelname)s: %(message)s" if debug else "%(message)s",
         stream=sys.stderr,
     )
+    if not debug:  # fastembed logs its failures itself; ours is the one line the user needs
+        logger.disable("fastembed")
 
 
 @cli.command(

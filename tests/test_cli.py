@@ -132,6 +132,26 @@ def test_search_text_output_and_options(indexed: Path) -> None:
     assert {r["source"] for r in scoped["results"]} == {"guides/retries.md"}
 
 
+def test_a_model_that_cannot_be_loaded_is_one_line(indexed: Path, tmp_path: Path) -> None:
+    """No local model and no network: fastembed's own log lines stay out of the way."""
+    environment = {
+        key: value for key, value in os.environ.items() if key != "DUCKDB_VECTORS_MODEL_PATH"
+    }
+    empty = str(tmp_path)
+    environment.update(HF_HUB_OFFLINE="1", FASTEMBED_CACHE_PATH=empty, HF_HOME=empty)
+    result = subprocess.run(
+        [SCRIPT, "search", "retries", "--db", str(indexed)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith("Error: cannot load model")
+    assert "DUCKDB_VECTORS_MODEL_PATH" in result.stderr
+
+
 def test_report_json_reads_no_model(indexed: Path) -> None:
     result = run(
         "report", "--db", str(indexed), "--json", env={"DUCKDB_VECTORS_MODEL_PATH": "/nonexistent"}
