@@ -77,15 +77,14 @@ print(json.dumps({"seconds": seconds, "cpu_s": time.process_time() - cpu_started
 """
 
 
-def run(script: str, *arguments: str) -> dict:
+def run(script: str, *arguments: str, python: Path = Path(sys.executable)) -> dict:
+    """Run ``script`` in a fresh ``python`` process; its last stdout line is a JSON result."""
     environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
     completed = subprocess.run(
-        [sys.executable, "-c", script, *arguments],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=environment,
+        [str(python), "-c", script, *arguments], capture_output=True, text=True, env=environment
     )
+    if completed.returncode:
+        sys.exit(f"a benchmark run under {python} failed:\n{completed.stderr[-2000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 

@@ -23,9 +23,6 @@ Writes bench/out/peer_indexing.json and prints a Markdown table.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -95,19 +92,6 @@ print(json.dumps({"seconds": seconds, "ingest_s": ingested - started,
 """
 
 
-def run_with(python: Path, script: str, *arguments: str) -> dict:
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    completed = subprocess.run(
-        [str(python), "-c", script, *arguments],
-        capture_output=True,
-        text=True,
-        env=environment,
-    )
-    if completed.returncode:
-        sys.exit(f"raghilda run failed:\n{completed.stderr[-2000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -131,10 +115,10 @@ def main() -> None:
             )
             python = arguments.raghilda_python
             runs["raghilda ingest + build_index"].append(
-                run_with(python, RAGHILDA_RUN, str(theirs), docs, *raghilda_model)
+                run(RAGHILDA_RUN, str(theirs), docs, *raghilda_model, python=python)
             )
             runs["raghilda re-run, nothing changed"].append(
-                run_with(python, RAGHILDA_RUN, str(theirs), docs, *raghilda_model)
+                run(RAGHILDA_RUN, str(theirs), docs, *raghilda_model, python=python)
             )
     results = {name: median_run(entries) for name, entries in runs.items()}
     write_json(arguments.out, {"folder": docs, "repeat": arguments.repeat, "results": results})
