@@ -27,28 +27,36 @@ _CJK = r"[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]&&[\p{L}\p{M}]"
 _WORD = rf"[[\p{{L}}\p{{N}}\p{{M}}_]--[{_CJK}]]+"
 _TOKEN = regex.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>{_WORD}(?:[.\-']{_WORD})*)", regex.V1)
 _JOINERS = re.compile(r"[.\-']")
-# The same pattern for ASCII text, where NFKC changes nothing and casefold is lower(): the
-# stdlib engine runs it 2x faster, and most chunks of technical text are ASCII. Its first
-# group (CJK) never matches; it is there so both patterns give (cjk, word) pairs.
-_ASCII_TOKEN = re.compile(r"((?!))|([a-z0-9_]+(?:[.\-'][a-z0-9_]+)*)")
+# The word pattern for ASCII text, where NFKC changes nothing and casefold is lower(): the
+# stdlib engine runs it 2x faster, and most chunks of technical text are ASCII.
+_ASCII_WORD = re.compile(r"[a-z0-9_]+(?:[.\-'][a-z0-9_]+)*")
 
 
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into the case-folded tokens that BM25 indexes and queries with."""
     if text.isascii():
-        matches = _ASCII_TOKEN.findall(text.lower())
+        words = _ASCII_WORD.findall(text.lower())
     else:
-        matches = _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+        words = []
+        for cjk, word in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
+            if word:
+                words.append(word)
+            else:
+                words.extend(_cjk_grams(cjk))
+    return _with_compound_parts(words)
+
+
+def _with_compound_parts(words: list[str]) -> list[str]:
+    """Each word, followed by its parts if it is a compound (``v2.0``: ``v2``, ``0``).
+
+    This runs over every chunk, so it uses plain substring tests and no call per word: 1.4x
+    faster than the same loop over (cjk, word) match pairs, and 2.6x faster than finditer.
+    """
     tokens: list[str] = []
-    # findall and plain substring tests: this runs over every chunk, so it avoids per-match
-    # method calls (2.6x faster than finditer with group lookups).
-    for cjk, word in matches:
-        if word:
-            tokens.append(word)
-            if "." in word or "-" in word or "'" in word:
-                tokens.extend(part for part in _JOINERS.split(word) if part)
-        else:
-            tokens.extend(_cjk_grams(cjk))
+    for word in words:
+        tokens.append(word)
+        if "." in word or "-" in word or "'" in word:
+            tokens.extend(_JOINERS.split(word))  # never empty: joiners sit between characters
     return tokens
 
 

@@ -53,7 +53,8 @@ class PlannedBatch:
         etags: each chunk's content hash.
         metadata_json: each chunk's metadata, serialised.
         changed: positions of the chunks that are new or have new content.
-        added: how many of the changed chunks have ids the index does not hold.
+        replaced_keys: row keys of the changed chunks whose ids the index holds (the rest are
+            added); they are deleted when the batch is applied.
         given: the caller's vectors for the changed chunks (``put_vectors``), if any.
         reused: stored vectors for changed chunks whose etag the index already holds.
         to_embed: positions in ``changed`` whose vectors must be computed.
@@ -63,7 +64,7 @@ class PlannedBatch:
     etags: list[str]
     metadata_json: list[str]
     changed: list[int]
-    added: int
+    replaced_keys: list[int]
     given: np.ndarray | None = None
     reused: dict[str, np.ndarray] = field(default_factory=dict)
     to_embed: list[int] = field(default_factory=list)
@@ -87,8 +88,8 @@ class PlannedBatch:
 
     def stats(self) -> WriteStats:
         return WriteStats(
-            added=self.added,
-            updated=len(self.changed) - self.added,
+            added=len(self.changed) - len(self.replaced_keys),
+            updated=len(self.replaced_keys),
             unchanged=len(self.chunks) - len(self.changed),
             embedded=len(self.to_embed),
         )
@@ -115,19 +116,18 @@ def plan_batch(
         rows.etag(chunk, None if vectors is None else vectors[index])
         for index, chunk in enumerate(chunks)
     ]
-    existing = _existing_etags(connection, [chunk.chunk_id for chunk in chunks])
-    changed = [i for i, chunk in enumerate(chunks) if existing.get(chunk.chunk_id) != etags[i]]
-    batch = PlannedBatch(
-        chunks,
-        etags,
-        metadata_json,
-        changed,
-        added=sum(1 for i in changed if chunks[i].chunk_id not in existing),
-    )
+    indexed = has_table(connection, "chunks")
+    stored = _stored_rows(connection, [chunk.chunk_id for chunk in chunks]) if indexed else {}
+    changed = [
+        i for i, chunk in enumerate(chunks) if stored.get(chunk.chunk_id, ("", 0))[0] != etags[i]
+    ]
+    replaced = [stored[chunks[i].chunk_id][1] for i in changed if chunks[i].chunk_id in stored]
+    batch = PlannedBatch(chunks, etags, metadata_json, changed, replaced)
     if vectors is not None:
         batch.given = vectors[changed]
     elif changed:
-        batch.reused = _stored_embeddings(connection, [etags[i] for i in changed])
+        if indexed:
+            batch.reused = _stored_embeddings(connection, [etags[i] for i in changed])
         batch.to_embed = [j for j, i in enumerate(changed) if etags[i] not in batch.reused]
     return batch
 
@@ -157,21 +157,20 @@ def delete_keys(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> None
     connection.execute("DELETE FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list])
 
 
-def _existing_etags(connection: duckdb.DuckDBPyConnection, chunk_ids: list[str]) -> dict[str, str]:
-    if not has_table(connection, "chunks"):
-        return {}
+def _stored_rows(
+    connection: duckdb.DuckDBPyConnection, chunk_ids: list[str]
+) -> dict[str, tuple[str, int]]:
+    """The etag and row key of each of these ids that the index holds."""
     found = connection.execute(
-        "SELECT chunk_id, etag FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+        "SELECT chunk_id, etag, key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
         [chunk_ids],
     ).fetchall()
-    return dict(found)
+    return {chunk_id: (etag, key) for chunk_id, etag, key in found}
 
 
 def _stored_embeddings(
     connection: duckdb.DuckDBPyConnection, etags: list[str]
 ) -> dict[str, np.ndarray]:
-    if not has_table(connection, "chunks"):
-        return {}
     found = connection.execute(
         "SELECT DISTINCT ON (etag) etag, embedding FROM chunks"
         " WHERE etag IN (SELECT unnest($1::VARCHAR[]))",
@@ -187,11 +186,7 @@ def _replace_changed(
     stamp: datetime,
 ) -> None:
     chunks = [batch.chunks[i] for i in batch.changed]
-    old = connection.execute(
-        "SELECT key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
-        [[chunk.chunk_id for chunk in chunks]],
-    ).fetchnumpy()["key"]
-    delete_keys(connection, old)
+    delete_keys(connection, np.asarray(batch.replaced_keys, dtype=np.int64))
     first_key = int(scalar(connection, "SELECT coalesce(max(key), 0) + 1 FROM chunks"))
     keys = np.arange(first_key, first_key + len(chunks), dtype=np.int64)
     chunk_rows = rows.new_rows(

@@ -199,6 +199,30 @@ def test_overlapping_writes_reserve_threads_once(db_path: Path) -> None:
         other.close()
 
 
+def test_a_write_types_columns_by_their_first_value_and_restores_the_setting(
+    db_path: Path,
+) -> None:
+    """Writes tell DuckDB to type each scanned column by one value (a vector column costs a
+    numpy call per value sampled), and leave the connection's own setting as it was."""
+    sample = "SELECT current_setting('pandas_analyze_sample')"
+    with VectorStore(db_path, embedder=HashingEmbedder()) as store:
+        store.connection.execute("SET pandas_analyze_sample = 50")
+        store.add_chunks(
+            [
+                Chunk(chunk_id="a", text="untitled first"),
+                Chunk(chunk_id="b", text="titled", title="T", metadata={"k": [1, "x"]}),
+            ]
+        )
+        assert store.connection.execute(sample).fetchall() == [(50,)]
+        stored = store.get_vectors(["a", "b"], return_data=True)
+        assert [(chunk.title, chunk.metadata) for chunk in stored] == [
+            (None, {}),
+            ("T", {"k": [1, "x"]}),
+        ]
+        expected = store.embedder.embed(["untitled first"])[0]
+        assert np.allclose(stored[0].embedding, expected)
+
+
 def test_writes_in_one_transaction_are_all_or_nothing(store: VectorStore) -> None:
     store.add_texts(["kept"], ids=["k"])
     with pytest.raises(RuntimeError), store.transaction():
