@@ -596,6 +596,21 @@ def test_ascii_text_tokenizes_as_the_unicode_path_does(text) -> None:
 
 
 @SETTINGS
+@given(
+    text=st.text(
+        st.characters(max_codepoint=127)
+        | st.characters(min_codepoint=128, exclude_categories=("L", "N", "M"))
+    )
+)
+@example(text="┌──┐ v2.0→x ‘it’s’ a—b ① ﬁle Ⓐ")
+def test_text_whose_non_ascii_characters_only_separate_tokenizes_as_the_unicode_path_does(
+    text,
+) -> None:
+    """Box drawing, arrows and typographic quotes keep text on the faster path."""
+    assert tokenize(text + " \u00e9") == [*tokenize(text), "\u00e9"]
+
+
+@SETTINGS
 @given(text=st.text())
 def test_tokens_are_never_empty_and_never_hold_a_space(text) -> None:
     """The index stores each chunk's tokens joined by spaces and splits them in SQL."""
