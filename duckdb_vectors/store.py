@@ -58,7 +58,9 @@ from .tokenizer import TOKENIZER_NAME, tokenize
 from .writes import WriteStats
 
 MAX_TOP_K = 10_000
-WRITE_BATCH = 512  # chunks embedded and written together
+# Chunks embedded and written together. Each batch costs a dozen statements and a pipeline step;
+# indexing the DuckDB docs was 3.5% faster with 1,024 than with 512, and no faster with 2,048.
+WRITE_BATCH = 1024
 
 
 class VectorStore:
