@@ -246,18 +246,22 @@ def _walk(
     prefix: str,
 ) -> Iterator[_Entry]:
     """Regular files under ``root``. Symlinks are followed only to targets inside ``root``,
-    and each folder is visited once, so links cannot leak outside files or loop."""
+    and each folder is visited once, so links cannot leak outside files or loop.
+
+    Only symlinks are resolved: any other entry's real path is its folder's plus its name, and
+    scandir already knows its type (resolving every path cost a system call per component).
+    """
     real_root = root.resolve()
     visited = {real_root}
-    pending = [root]
+    pending = [(root, real_root)]
     while pending:
-        directory = pending.pop()
+        directory, real_directory = pending.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda item: item.name)
         except OSError as error:
             yield _Entry(
-                _source(root, Path(directory), prefix),
-                Path(directory),
+                _source(root, directory, prefix),
+                directory,
                 f"unreadable folder: {error.strerror or error}",
             )
             continue
@@ -266,25 +270,31 @@ def _walk(
                 continue
             path = Path(item.path)
             source = _source(root, path, prefix)
-            target, problem = _resolve(path, item.is_symlink(), real_root)
-            if problem:
-                yield _Entry(source, path, problem)
-            elif target.is_dir():
+            if item.is_symlink():
+                target, problem = _follow(path, real_root)
+                if problem:
+                    yield _Entry(source, path, problem)
+                    continue
+                is_dir, is_file = target.is_dir(), target.is_file()
+            else:
+                target = real_directory / item.name
+                is_dir, is_file = item.is_dir(), item.is_file()
+            if is_dir:
                 if recursive and target not in visited:
                     visited.add(target)
-                    pending.append(path)
-            elif not target.is_file():
+                    pending.append((path, target))
+            elif not is_file:
                 yield _Entry(source, path, "not a regular file")
             elif _selected(source[len(prefix) :], include, exclude):
                 yield _Entry(source, path)
 
 
-def _resolve(path: Path, is_symlink: bool, real_root: Path) -> tuple[Path, str | None]:
+def _follow(link: Path, real_root: Path) -> tuple[Path, str | None]:
     try:
-        target = path.resolve(strict=True)
+        target = link.resolve(strict=True)
     except (OSError, RuntimeError):
-        return path, "broken symlink or symlink loop"
-    if is_symlink and not target.is_relative_to(real_root):
+        return link, "broken symlink or symlink loop"
+    if not target.is_relative_to(real_root):
         return target, "symlink points outside the folder (not followed)"
     return target, None
 
