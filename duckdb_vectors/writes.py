@@ -171,12 +171,14 @@ def _stored_rows(
 def _stored_embeddings(
     connection: duckdb.DuckDBPyConnection, etags: list[str]
 ) -> dict[str, np.ndarray]:
+    # fetchnumpy: each vector arrives as a float32 array, not a list of Python floats (which
+    # made this lookup a sixth of re-indexing a folder of near-copies).
     found = connection.execute(
         "SELECT DISTINCT ON (etag) etag, embedding FROM chunks"
         " WHERE etag IN (SELECT unnest($1::VARCHAR[]))",
         [list(set(etags))],
-    ).fetchall()
-    return {etag: np.asarray(embedding, dtype=np.float32) for etag, embedding in found}
+    ).fetchnumpy()
+    return dict(zip(found["etag"].tolist(), found["embedding"], strict=True))
 
 
 def _replace_changed(
