@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -165,34 +165,32 @@ def registered(
 
     DuckDB scans numpy arrays in place, which keeps bulk inserts fast without pyarrow.
     """
-    has_objects = any(values.dtype == object for values in table.values())
-    with _typed_by_first_value(connection) if has_objects else nullcontext():
-        connection.register(name, table)
-        try:
-            yield
-        except BaseException:
-            # In an aborted transaction unregister fails too; keep the original error visible.
-            with suppress(duckdb.Error):
-                connection.unregister(name)
-            raise
-        connection.unregister(name)
+    connection.register(name, table)
+    try:
+        yield
+    except BaseException:
+        # In an aborted transaction unregister fails too; keep the original error visible.
+        with suppress(duckdb.Error):
+            connection.unregister(name)
+        raise
+    connection.unregister(name)
 
 
 @contextmanager
-def _typed_by_first_value(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Let DuckDB type each object column by its first value, for a moment.
+def objects_typed_by_first_value(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Let DuckDB type each registered object column by its first non-null value, for a moment.
 
     By default it samples up to 1,000 values of every object column, at registration and again
     at every scan, to infer a type; for a column of vectors that means asking numpy for each
-    array's dtype, which was a third of the time of writing a batch of chunks. The columns
-    ``column`` builds hold one Python type each (or None), so one value decides it.
+    array's dtype, a third of the time of writing a batch of chunks. The columns ``column``
+    builds hold one Python type each (or None), so one value decides it. Wrap a whole
+    transaction in it: the setting is put back after the COMMIT or ROLLBACK, because a
+    transaction a failed statement aborted refuses SET until then.
     """
     previous = scalar(connection, "SELECT current_setting('pandas_analyze_sample')")
     connection.execute("SET pandas_analyze_sample = 1")
     try:
         yield
     finally:
-        # Fails only in a transaction a failed statement aborted; the setting then stays at 1,
-        # which still types our columns (and other one-type columns) correctly.
-        with suppress(duckdb.Error):
+        with suppress(duckdb.Error):  # the connection was closed meanwhile
             connection.execute(f"SET pandas_analyze_sample = {int(previous)}")

@@ -23,6 +23,7 @@ from .db import (
     connect,
     first_line,
     is_open,
+    objects_typed_by_first_value,
     registered,
     scalar,
     threads_reserved,
@@ -709,7 +710,8 @@ class VectorStore:
     def transaction(self) -> Iterator[None]:
         """Group writes into one all-or-nothing transaction; the manifest is refreshed once,
         at the end. Nested uses join the outer transaction. An exception (Ctrl-C included)
-        rolls everything back, leaving the index as it was."""
+        rolls everything back, leaving the index as it was. While it lasts, DuckDB types
+        Python object columns scanned on ``connection`` by their first non-null value."""
         self._require_writable()
         with self._lock:
             if self._transaction_depth:
@@ -721,7 +723,7 @@ class VectorStore:
                 return
             self._transaction_depth = 1
             try:
-                with Transaction(self._connection):
+                with objects_typed_by_first_value(self._connection), Transaction(self._connection):
                     yield
                     self._refresh_manifest()
             except BaseException:

@@ -53,8 +53,7 @@ class PlannedBatch:
         etags: each chunk's content hash.
         metadata_json: each chunk's metadata, serialised.
         changed: positions of the chunks that are new or have new content.
-        replaced_keys: row keys of the changed chunks whose ids the index holds (the rest are
-            added); they are deleted when the batch is applied.
+        added: how many of the changed chunks have ids the index does not hold.
         given: the caller's vectors for the changed chunks (``put_vectors``), if any.
         reused: stored vectors for changed chunks whose etag the index already holds.
         to_embed: positions in ``changed`` whose vectors must be computed.
@@ -64,7 +63,7 @@ class PlannedBatch:
     etags: list[str]
     metadata_json: list[str]
     changed: list[int]
-    replaced_keys: list[int]
+    added: int
     given: np.ndarray | None = None
     reused: dict[str, np.ndarray] = field(default_factory=dict)
     to_embed: list[int] = field(default_factory=list)
@@ -88,8 +87,8 @@ class PlannedBatch:
 
     def stats(self) -> WriteStats:
         return WriteStats(
-            added=len(self.changed) - len(self.replaced_keys),
-            updated=len(self.replaced_keys),
+            added=self.added,
+            updated=len(self.changed) - self.added,
             unchanged=len(self.chunks) - len(self.changed),
             embedded=len(self.to_embed),
         )
@@ -117,12 +116,10 @@ def plan_batch(
         for index, chunk in enumerate(chunks)
     ]
     indexed = has_table(connection, "chunks")
-    stored = _stored_rows(connection, [chunk.chunk_id for chunk in chunks]) if indexed else {}
-    changed = [
-        i for i, chunk in enumerate(chunks) if stored.get(chunk.chunk_id, ("", 0))[0] != etags[i]
-    ]
-    replaced = [stored[chunks[i].chunk_id][1] for i in changed if chunks[i].chunk_id in stored]
-    batch = PlannedBatch(chunks, etags, metadata_json, changed, replaced)
+    existing = _existing_etags(connection, [chunk.chunk_id for chunk in chunks]) if indexed else {}
+    changed = [i for i, chunk in enumerate(chunks) if existing.get(chunk.chunk_id) != etags[i]]
+    added = sum(1 for i in changed if chunks[i].chunk_id not in existing)
+    batch = PlannedBatch(chunks, etags, metadata_json, changed, added)
     if vectors is not None:
         batch.given = vectors[changed]
     elif changed:
@@ -157,15 +154,12 @@ def delete_keys(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> None
     connection.execute("DELETE FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list])
 
 
-def _stored_rows(
-    connection: duckdb.DuckDBPyConnection, chunk_ids: list[str]
-) -> dict[str, tuple[str, int]]:
-    """The etag and row key of each of these ids that the index holds."""
+def _existing_etags(connection: duckdb.DuckDBPyConnection, chunk_ids: list[str]) -> dict[str, str]:
     found = connection.execute(
-        "SELECT chunk_id, etag, key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+        "SELECT chunk_id, etag FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
         [chunk_ids],
     ).fetchall()
-    return {chunk_id: (etag, key) for chunk_id, etag, key in found}
+    return dict(found)
 
 
 def _stored_embeddings(
@@ -188,7 +182,13 @@ def _replace_changed(
     stamp: datetime,
 ) -> None:
     chunks = [batch.chunks[i] for i in batch.changed]
-    delete_keys(connection, np.asarray(batch.replaced_keys, dtype=np.int64))
+    # Looked up now, not when the batch was planned: the chunk iterator runs in between and
+    # may itself write to the store.
+    old = connection.execute(
+        "SELECT key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+        [[chunk.chunk_id for chunk in chunks]],
+    ).fetchnumpy()["key"]
+    delete_keys(connection, old)
     first_key = int(scalar(connection, "SELECT coalesce(max(key), 0) + 1 FROM chunks"))
     keys = np.arange(first_key, first_key + len(chunks), dtype=np.int64)
     chunk_rows = rows.new_rows(

@@ -187,6 +187,44 @@ def test_threads_come_back_after_a_write_conflict_aborts_the_transaction(db_path
         assert [chunk.text for chunk in second.get_vectors(["k"])] == ["two"]
 
 
+def test_type_sampling_comes_back_after_a_failed_statement_aborts_the_write(
+    db_path: Path,
+) -> None:
+    """An aborted transaction refuses SET until its rollback; the setting is restored after."""
+    sample = "SELECT current_setting('pandas_analyze_sample')"
+    with (
+        VectorStore(db_path, embedder=HashingEmbedder()) as first,
+        VectorStore(db_path, embedder=HashingEmbedder()) as second,
+    ):
+        first.add_texts(["one"], ids=["k"])
+        first.connection.execute("SET pandas_analyze_sample = 50")
+        with pytest.raises(duckdb.Error, match=r"(?i)conflict|duplicate key"), first.transaction():
+            first.count()
+            second.add_texts(["two"], ids=["new"])
+            first.add_texts(["three"], ids=["new"])  # its INSERT fails: the other store has it
+        assert first.connection.execute(sample).fetchall() == [(50,)]
+        first.connection.register("mine", {"x": np.array([1, 2.5], dtype=object)})
+        assert first.connection.execute("SELECT x FROM mine").fetchall() == [(1.0,), (2.5,)]
+
+
+def test_a_chunk_iterator_may_write_to_the_store_it_feeds(db_path: Path) -> None:
+    """The iterator runs between a batch's planning and its writing."""
+    with VectorStore(db_path, embedder=HashingEmbedder()) as store:
+
+        def chunks():
+            yield Chunk(chunk_id="k", text="k from the iterator")
+            yield from (Chunk(chunk_id=f"f{i}", text=f"filler {i}") for i in range(WRITE_BATCH))
+            store.add_texts(["k written meanwhile"], ids=["k"])  # before the first batch lands
+            yield Chunk(chunk_id="last", text="the last one")
+
+        store.add_chunks(chunks())
+        assert [chunk.text for chunk in store.get_vectors(["k", "last"])] == [
+            "k from the iterator",
+            "the last one",
+        ]
+        assert store.count() == WRITE_BATCH + 2
+
+
 def test_overlapping_writes_reserve_threads_once(db_path: Path) -> None:
     with VectorStore(db_path, embedder=HashingEmbedder()) as store:
         store._connection.execute("SET threads = 4")
