@@ -3,17 +3,17 @@ PYTHON ?= python3
 VENV ?= .venv
 SHARED ?= ../shared
 BIN := $(VENV)/bin
-PY_SOURCES := duckdb_vectors tests examples bench docker
+PY_SOURCES := duckdb_vectors tests examples bench docker noxfile.py
 # Offline machines (CI here) load the model from a local folder; with network it downloads.
 LOCAL_MODEL := $(wildcard $(SHARED)/models/static-256-wordllama)
-MODEL_PATH ?= $(LOCAL_MODEL)
+MODEL_PATH ?= $(or $(DUCKDB_VECTORS_MODEL_PATH),$(LOCAL_MODEL))
 MODEL_ENV := $(if $(MODEL_PATH),DUCKDB_VECTORS_MODEL_PATH=$(abspath $(MODEL_PATH)) HF_HUB_OFFLINE=1,)
 
 # Container images (see docs/containers.md).
 BUILDER_IMAGE ?= duckdb-vectors-builder
 IMAGE ?= duckdb-vectors-docs
 DOCS ?= examples/docs
-BACKEND ?= fastembed:minishlab/potion-multilingual-128M
+BACKEND ?=
 Q ?= how do retries work?
 
 .PHONY: install demo test lint format bench clean builder image run mcp hadolint
@@ -53,16 +53,17 @@ bench: install
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/query_latency.py --quick
 	HF_HUB_OFFLINE=1 $(PEERS_VENV)/bin/python bench/peers.py --quick
 
+# The toolkit image alone, for indexing in your own Dockerfiles.
 builder:
 	rm -rf .build && mkdir -p .build
 	$(if $(MODEL_PATH),cp -r $(MODEL_PATH) .build/model,mkdir -p .build/model)
-	docker build -f Dockerfile.builder --build-arg BACKEND=$(BACKEND) \
-		--build-arg MODEL_DIR=$(if $(MODEL_PATH),.build/model,docker/no-model) -t $(BUILDER_IMAGE) .
+	docker build -f Dockerfile.builder $(if $(BACKEND),--build-arg BACKEND=$(BACKEND)) \
+		--build-arg MODEL_DIR=$(if $(MODEL_PATH),.build/model,duckdb_vectors/container/no-model) \
+		-t $(BUILDER_IMAGE) .
 
-image: builder
-	docker build -f Dockerfile.runtime --build-arg BUILDER_IMAGE=$(BUILDER_IMAGE) \
-		--build-arg DOCS=$(DOCS) -t $(IMAGE) .
-	docker/stamp-labels.sh $(IMAGE)
+# A docs folder baked into a verified, labelled index image (see docs/containers.md).
+image: install
+	$(MODEL_ENV) $(BIN)/duckdb-vectors bake $(DOCS) --tag $(IMAGE) $(if $(BACKEND),--backend $(BACKEND))
 
 run:
 	docker run --rm $(IMAGE) search "$(Q)"

@@ -19,11 +19,14 @@ from typing import Any
 import click
 from loguru import logger
 
+from .config import DEFAULT_BASE_IMAGE, Settings
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError
 from .indexer import DEFAULT_MAX_FILE_BYTES, index_folder
 from .rendering import (
+    bake_summary_as_text,
     evaluation_as_text,
     hits_as_text,
+    image_manifest_as_text,
     report_as_text,
     search_record,
     summary_as_text,
@@ -35,30 +38,38 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
+def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--db",
+        "db_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Index file [env DUCKDB_VECTORS_DB_PATH; default vectors.duckdb].",
+    )(command)
+
+
+def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--backend and --model-path, for the verbs that load a model."""
+    command = click.option(
+        "--model-path",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Load the model from this folder [env DUCKDB_VECTORS_MODEL_PATH].",
+    )(command)
+    return click.option(
+        "--backend",
+        help="Embedder, e.g. fastembed:<model> [env DUCKDB_VECTORS_BACKEND; default: the"
+        " one the index was built with].",
+    )(command)
+
+
+def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")(
+        command
+    )
+
+
 def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--db, --backend, --model-path and --json, shared by every verb."""
-    options = [
-        click.option(
-            "--db",
-            "db_path",
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="Index file [env DUCKDB_VECTORS_DB_PATH; default vectors.duckdb].",
-        ),
-        click.option(
-            "--backend",
-            help="Embedder, e.g. fastembed:<model> [env DUCKDB_VECTORS_BACKEND; default: the"
-            " one the index was built with].",
-        ),
-        click.option(
-            "--model-path",
-            type=click.Path(file_okay=False, path_type=Path),
-            help="Load the model from this folder [env DUCKDB_VECTORS_MODEL_PATH].",
-        ),
-        click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout."),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+    """--db, --backend, --model-path and --json, shared by the verbs that open an index."""
+    return db_option(model_options(json_option(command)))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -137,12 +148,11 @@ Examples:
   duckdb-vectors report --json | jq .manifest.content_hash
 """
 )
-@store_options
-def report(
-    db_path: Path | None, backend: str | None, model_path: Path | None, as_json: bool
-) -> None:
+@db_option
+@json_option
+def report(db_path: Path | None, as_json: bool) -> None:
     """Describe the index: backend, dimension, chunks, sources, manifest. Loads no model."""
-    with VectorStore(db_path, backend, model_path=model_path, read_only=True) as store:
+    with VectorStore(db_path, read_only=True) as store:
         result = store.report()
     click.echo(result.model_dump_json(indent=2) if as_json else report_as_text(result))
 
@@ -192,6 +202,11 @@ def search(
     with VectorStore(
         db_path, backend, model_path=model_path, read_only=True, memory_index=False
     ) as store:
+        if store.count() == 0:
+            raise DuckDBVectorsError(
+                f"{store.db_path} is empty: index documents into it first"
+                f" (duckdb-vectors index FOLDER --db {store.db_path})"
+            )
         options: dict[str, Any] = {"filter": metadata_filter, "where": where, "rescore": rescore}
         if text_only:
             hits = store.query_text(query, top_k, **options)
@@ -274,18 +289,8 @@ Examples:
   docker run -i --rm my-docs-search mcp
 """
 )
-@click.option(
-    "--db",
-    "db_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Index file [env DUCKDB_VECTORS_DB_PATH; default vectors.duckdb].",
-)
-@click.option("--backend", help="Embedder [env DUCKDB_VECTORS_BACKEND].")
-@click.option(
-    "--model-path",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Load the model from this folder [env DUCKDB_VECTORS_MODEL_PATH].",
-)
+@db_option
+@model_options
 @click.option(
     "--read-only/--read-write",
     default=None,
@@ -297,13 +302,88 @@ def mcp(
     """Serve search and report to an agent over stdio (Model Context Protocol)."""
     from .mcp_server import serve
 
-    if read_only is None:
-        read_only = os.environ.get("DUCKDB_VECTORS_READ_ONLY", "true").lower() in {
-            "1",
-            "true",
-            "yes",
-        }
+    settings = Settings.resolve(read_only=read_only)
+    # A server is read-only unless told otherwise, by the flag or DUCKDB_VECTORS_READ_ONLY,
+    # which is parsed by the same rule as everywhere else.
+    read_only = settings.read_only if "read_only" in settings.model_fields_set else True
     serve(db_path=db_path, backend=backend, model_path=model_path, read_only=read_only)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  duckdb-vectors bake ./docs --tag my-docs
+  duckdb-vectors bake ./docs --tag my-docs:1.0 --model-path ./models/potion --label team=search
+  duckdb-vectors bake ./handbook --tag registry.example.com/handbook --json
+"""
+)
+@click.argument("docs", type=click.Path(path_type=Path))
+@click.option("--tag", "-t", required=True, help="Name the image, e.g. my-docs or my-docs:1.0.")
+@model_options
+@click.option(
+    "--label", "labels", multiple=True, metavar="KEY=VALUE", help="Add a label (repeatable)."
+)
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="Run the image hardened (a search, an MCP initialize) before tagging it.",
+)
+@click.option("--base-image", default=DEFAULT_BASE_IMAGE, show_default=True)
+@click.option("--platform", help="Target platform, e.g. linux/arm64, where the engine can.")
+@json_option
+def bake(
+    docs: Path,
+    tag: str,
+    backend: str | None,
+    model_path: Path | None,
+    labels: tuple[str, ...],
+    verify: bool,
+    base_image: str,
+    platform: str | None,
+    as_json: bool,
+) -> None:
+    """Bake the documents in DOCS into a verified index image: build, label, check, tag."""
+    from .container.bake import bake as bake_image
+    from .container.engine import BuildError
+    from .container.labels import user_labels
+
+    try:
+        summary = bake_image(
+            docs,
+            tag,
+            backend=backend,
+            model_path=model_path,
+            labels=user_labels(labels),
+            verify=verify,
+            base_image=base_image,
+            platform=platform,
+        )
+    except BuildError as error:  # the step's last lines, then the one-line error
+        click.echo("\n".join(f"  | {line}" for line in error.log_tail), err=True)
+        raise
+    click.echo(summary.model_dump_json(indent=2) if as_json else bake_summary_as_text(summary))
+
+
+@cli.command(
+    "inspect",
+    epilog="""\b
+Examples:
+  duckdb-vectors inspect my-docs
+  duckdb-vectors inspect my-docs --json | jq .content_hash
+""",
+)
+@click.argument("image")
+@json_option
+def inspect_command(image: str, as_json: bool) -> None:
+    """Show the manifest of a baked IMAGE, read from its labels (runs nothing)."""
+    from .container.labels import inspect_image
+
+    found = inspect_image(image)
+    if as_json:
+        click.echo(found.manifest.model_dump_json(indent=2))
+    else:
+        click.echo(image_manifest_as_text(image, found))
 
 
 def _parse_filter(filter_json: str | None) -> dict[str, Any] | None:

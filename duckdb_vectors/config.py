@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
+DEFAULT_BASE_IMAGE = "python:3.12-slim"  # what `bake` builds the runtime image on
 
 
 class FusionSettings(BaseSettings):
@@ -57,3 +58,9 @@ class Settings(BaseSettings):
         ),
     )
     fusion: FusionSettings = Field(default_factory=FusionSettings)
+
+    @classmethod
+    def resolve(cls, **given: Any) -> Settings:
+        """Settings from arguments, where an argument left at None falls back to the
+        environment, then to the default (the rule every entry point follows)."""
+        return cls(**{name: value for name, value in given.items() if value is not None})

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -34,10 +34,12 @@ from .chunkers import (
 from .db import column, registered
 from .errors import DuckDBVectorsError
 from .models import Chunk
+from .progress import StatusLine
 from .schema import has_table
 from .store import VectorStore, WriteStats
 
 DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as --max-file-size counts them
+_SNIFF_BYTES = 8192
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +159,23 @@ def index_folder(
     return summary
 
 
+def first_indexable_file(folder: str | Path) -> str | None:
+    """The first file of ``folder`` (as ``index_folder`` walks it by default) whose type can be
+    indexed, judged by its name and first bytes without chunking it; None if there is none."""
+    root = Path(folder)
+    composite = default_chunker()
+    for entry in _walk(root, True, False, (), (), ""):
+        if entry.problem is None:
+            try:
+                with entry.path.open("rb") as file:
+                    head = file.read(_SNIFF_BYTES)
+            except OSError:
+                continue
+            if composite.can_index(entry.source, head):
+                return entry.source
+    return None
+
+
 class _Run:
     """One indexing run: per-file decisions, and the final prune."""
 
@@ -173,7 +192,7 @@ class _Run:
         self.summary = summary
         self.max_file_bytes = max_file_bytes
         self.source_prefix = source_prefix
-        self.stamp = datetime.now(timezone.utc)
+        self.stamp = datetime.now(UTC)
         self.chunker_key = _chunker_key(chunker)
         self.known = _known_documents(store, source_prefix)
         self.keep: list[str] = []  # sources whose stored chunks stay as they are
@@ -393,11 +412,18 @@ def _forget_documents(store: VectorStore, prefix: str) -> None:
 
 
 def _progress(entries: list[_Entry], enabled: bool | None) -> Iterator[_Entry]:
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if not enabled:
+    """A bar on a terminal; asked for elsewhere (a build log), a plain line every few seconds."""
+    live = sys.stderr.isatty()
+    if not (live if enabled is None else enabled):
         yield from entries
         return
-    from tqdm import tqdm
+    if live:
+        from tqdm import tqdm
 
-    yield from tqdm(entries, unit="file", file=sys.stderr, desc="indexing")
+        yield from tqdm(entries, unit="file", file=sys.stderr, desc="indexing")
+        return
+    status = StatusLine(live=False)
+    for done, entry in enumerate(entries):
+        status.update(f"indexing: {done}/{len(entries)} files")
+        yield entry
+    status.final(f"indexing: {len(entries)}/{len(entries)} files")

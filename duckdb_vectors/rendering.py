@@ -6,11 +6,15 @@ documented in docs/json-output.md; change them only in a backwards-compatible wa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .evaluation import ModeReport
 from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
+
+if TYPE_CHECKING:  # the container modules import the Docker SDK: not needed to search
+    from .container.bake import BakeSummary
+    from .container.labels import ImageManifest
 
 SNIPPET_CHARS = 240
 REPORT_SOURCES = 50  # the text form lists at most this many sources; JSON lists all
@@ -87,6 +91,52 @@ def summary_as_text(summary: IndexSummary) -> str:
     return "\n".join(lines)
 
 
+def bake_summary_as_text(summary: BakeSummary) -> str:
+    verified = (
+        f"verified: a hardened search answered in {summary.cold_search_seconds:.2f} s from a"
+        " cold start, MCP initialize completed"
+        if summary.verified
+        else "not verified (--no-verify)"
+    )
+    overhead = (
+        f" ({_megabytes(summary.overhead_bytes)} over {summary.base_image})"
+        if summary.overhead_bytes is not None
+        else ""
+    )
+    lines = [
+        f"baked {summary.tag} ({summary.image_id[:19]}) in {summary.build_seconds:.1f} s",
+        f"size      {_megabytes(summary.size_bytes)}{overhead}",
+        f"index     {summary.chunk_count} chunks from {summary.source_count} sources,"
+        f" {len(summary.skipped)} files skipped, {len(summary.failed)} failed",
+        f"model     {summary.backend}, {summary.dimension} dimensions",
+        f"content   {summary.content_hash[:16]}",
+        verified,
+    ]
+    for label, problems in (("skipped", summary.skipped), ("failed", summary.failed)):
+        lines += [f"  {label}: {problem.source}: {problem.reason}" for problem in problems]
+    return "\n".join(lines)
+
+
+def image_manifest_as_text(reference: str, image: ImageManifest) -> str:
+    manifest = image.manifest
+    sources = "-" if image.source_count is None else str(image.source_count)
+    return "\n".join(
+        [
+            f"image       {reference} ({image.image_id[:19]})",
+            f"backend     {manifest.backend}",
+            f"dimension   {manifest.dimension}",
+            f"tokenizer   {manifest.tokenizer}",
+            f"chunks      {manifest.chunk_count}",
+            f"sources     {sources}",
+            f"content     {manifest.content_hash[:16] or '-'}",
+            f"model       {(manifest.model_fingerprint or '-')[:16]}",
+            f"built       {manifest.built_at.isoformat()}",
+            f"versions    duckdb {manifest.duckdb_version},"
+            f" duckdb-vectors {manifest.package_version}",
+        ]
+    )
+
+
 def evaluation_as_text(reports: dict[str, ModeReport]) -> str:
     lines = [
         f"{'mode':8} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'MRR@10':>7}"
@@ -100,6 +150,10 @@ def evaluation_as_text(reports: dict[str, ModeReport]) -> str:
             f" {latency.get('p95', 0):8.2f} {latency.get('p99', 0):8.2f}"
         )
     return "\n".join(lines)
+
+
+def _megabytes(size: int | None) -> str:
+    return "-" if size is None else f"{size / 1e6:.1f} MB"
 
 
 def _snippet(text: str) -> str:

@@ -1,29 +1,45 @@
-"""The bake-then-freeze images, built with the real docker CLI and run like a user would.
+"""The bake-then-freeze images, built by a real engine and run as a user would run them.
 
-The runtime image is built once per session from examples/docs with the local model
-(``make image``); every test then runs it. Needs a Docker engine (CI provides Podman's).
+``duckdb-vectors bake`` runs from a folder outside the repository with the package installed
+from its wheel (no checkout at hand), as after ``pip install duckdb-vectors``; the plain
+``docker build -f Dockerfile.runtime`` runs from the checkout with no toolkit image present.
+Needs a Docker engine (CI serves Podman's). Every image and container made here is removed,
+also when a test fails.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import docker
 import pytest
-from conftest import REPOSITORY, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, REPOSITORY, STATIC_MODEL
 from mcp import Client, StdioServerParameters
+
+from duckdb_vectors import VectorStore, index_folder
+from duckdb_vectors.container.bake import BakeError, verify_image
+from duckdb_vectors.container.engine import CREATED_BY_LABEL
 
 pytestmark = [pytest.mark.slow, pytest.mark.container]
 
-IMAGE = os.environ.get("DUCKDB_VECTORS_TEST_IMAGE", "duckdb-vectors-test-docs")
-BUILDER = f"{IMAGE}-builder"
+PREFIX = os.environ.get("DUCKDB_VECTORS_TEST_IMAGE", "duckdb-vectors-test")
+BAKED = f"{PREFIX}-baked"
+REBAKED = f"{PREFIX}-rebaked"
+PLAIN = f"{PREFIX}-plain"
 HARDENED = ["--network", "none", "--read-only", "--user", "65534", "--cap-drop", "ALL"]
 
 
-def docker(*arguments: str, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+def docker_cli(
+    *arguments: str, check: bool = True, timeout: int = 900
+) -> subprocess.CompletedProcess:
     result = subprocess.run(
         ["docker", *arguments], capture_output=True, text=True, timeout=timeout, cwd=REPOSITORY
     )
@@ -34,50 +50,175 @@ def docker(*arguments: str, check: bool = True, timeout: int = 600) -> subproces
 
 def shell(image: str, script: str) -> str:
     """Run a shell script inside the image (not its entrypoint); its stdout."""
-    return docker("run", "--rm", "--entrypoint", "sh", image, "-c", script).stdout
+    return docker_cli("run", "--rm", "--entrypoint", "sh", image, "-c", script).stdout
+
+
+def remove_images(*references: str) -> None:
+    for reference in references:
+        docker_cli("rmi", "--force", reference, check=False)
+
+
+def image_exists(reference: str) -> bool:
+    return docker_cli("image", "inspect", reference, check=False).returncode == 0
 
 
 @pytest.fixture(scope="session")
-def image() -> str:
-    built = subprocess.run(
-        [
-            "make",
-            "image",
-            f"IMAGE={IMAGE}",
-            f"BUILDER_IMAGE={BUILDER}",
-            "DOCS=examples/docs",
-            f"MODEL_PATH={STATIC_MODEL}",
-        ],
-        cwd=REPOSITORY,
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """duckdb-vectors installed from its wheel into a folder of its own (no checkout)."""
+    work = tmp_path_factory.mktemp("installed")
+    source = work / "source"  # a copy, so the build leaves nothing in the checkout
+    shutil.copytree(REPOSITORY / "duckdb_vectors", source / "duckdb_vectors")
+    for name in ("pyproject.toml", "README.md", "Dockerfile.builder", "Dockerfile.runtime"):
+        shutil.copy(REPOSITORY / name, source / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", work, source],
+        check=True,
+        capture_output=True,
+    )
+    wheel = next(work.glob("duckdb_vectors-*.whl"))
+    target = work / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "-t", target, wheel],
+        check=True,
+        capture_output=True,
+    )
+    return target
+
+
+def run_installed(
+    installed: Path, *arguments: str, cwd: Path, **environment: str
+) -> subprocess.CompletedProcess:
+    """Python with the installed wheel first on the path (its dependencies from this
+    environment), from ``cwd``; by default the CLI."""
+    command = list(arguments) if arguments[0] == "-c" else ["-m", "duckdb_vectors.cli", *arguments]
+    paths = os.pathsep.join([str(installed), sysconfig.get_paths()["purelib"]])
+    env = {**os.environ, "PYTHONPATH": paths, **environment}
+    return subprocess.run(
+        [sys.executable, *command],
+        cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=1800,
     )
-    if built.returncode != 0:
-        pytest.fail(f"make image failed:\n{built.stderr[-3000:]}")
-    return IMAGE
+
+
+@pytest.fixture(scope="session")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/docs, copied to a folder whose name has a space."""
+    folder = tmp_path_factory.mktemp("outside") / "my docs"
+    shutil.copytree(REPOSITORY / "examples" / "docs", folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def baked(installed: Path, docs: Path) -> Iterator[dict]:
+    """The image `bake` makes from a folder outside the repository; its --json summary."""
+    try:
+        result = run_installed(
+            installed,
+            "bake",
+            str(docs),
+            "--tag",
+            BAKED,
+            "--json",
+            "--label",
+            "team=search",
+            cwd=docs.parent,
+            DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
+        )
+        if result.returncode != 0:
+            pytest.fail(f"bake failed:\n{result.stderr[-3000:]}")
+        yield json.loads(result.stdout) | {"stderr": result.stderr}
+    finally:
+        remove_images(BAKED)
+
+
+@pytest.fixture(scope="session")
+def image(baked: dict) -> str:
+    return baked["tag"]
+
+
+def test_bake_builds_labels_and_verifies_from_an_installed_package(
+    baked: dict, installed: Path
+) -> None:
+    assert baked["verified"] is True
+    assert baked["chunk_count"] == 9 and baked["source_count"] == 4
+    assert baked["cold_search_seconds"] > 0
+    assert 0 < baked["overhead_bytes"] < baked["size_bytes"]
+    assert baked["labels"]["team"] == "search"
+    assert "step" in baked["stderr"] and "verifying" in baked["stderr"]  # progress on stderr
+    # The build context came from the wheel, not from this checkout.
+    located = run_installed(
+        installed, "-c", "import duckdb_vectors; print(duckdb_vectors.__file__)", cwd=installed
+    )
+    assert located.stdout.startswith(str(installed))
+
+
+def test_inspect_reads_the_manifest_from_labels_alone(image: str, installed: Path) -> None:
+    inspected = run_installed(installed, "inspect", image, "--json", cwd=installed)
+    assert inspected.returncode == 0, inspected.stderr
+    from_labels = json.loads(inspected.stdout)
+    from_file = json.loads(docker_cli("run", "--rm", image, "report", "--json").stdout)
+    assert from_labels == from_file["manifest"]
+    labels = json.loads(docker_cli("inspect", "--format", "{{json .Config.Labels}}", image).stdout)
+    assert labels["io.duckdb-vectors.source-count"] == "4"
+    assert labels["org.opencontainers.image.created"] == from_file["manifest"]["built_at"]
+    text = run_installed(installed, "inspect", image, cwd=installed).stdout
+    assert "chunks      9" in text and "sources     4" in text
+
+
+def test_the_content_hash_label_matches_an_index_built_on_the_host(
+    image: str, docs: Path, tmp_path: Path
+) -> None:
+    labels = docker.from_env().images.get(image).labels
+    with VectorStore(tmp_path / "host.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        index_folder(store, docs)
+        assert store.manifest.content_hash == labels["io.duckdb-vectors.content-hash"]
+
+
+def test_a_rebake_after_one_change_reuses_the_toolkit_layers(
+    baked: dict, installed: Path, docs: Path, tmp_path: Path
+) -> None:
+    changed = tmp_path / "docs"
+    shutil.copytree(docs, changed)
+    with (changed / "guides" / "searching.md").open("a") as page:
+        page.write("\n## Snapshots\n\nRestore drills run every quarter.\n")
+    try:
+        result = run_installed(
+            installed,
+            "bake",
+            str(changed),
+            "--tag",
+            REBAKED,
+            "--json",
+            cwd=tmp_path,
+            DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        rebaked = json.loads(result.stdout)
+        assert rebaked["content_hash"] != baked["content_hash"]
+        engine = docker.from_env()
+        layers = [engine.images.get(tag).attrs["RootFS"]["Layers"] for tag in (BAKED, REBAKED)]
+        shared = [a for a, b in zip(*layers, strict=True) if a == b]
+        assert len(shared) >= len(layers[0]) - 2  # only the index (and its manifest) differ
+    finally:
+        remove_images(REBAKED)
 
 
 def test_search_answers_from_the_baked_index(image: str) -> None:
-    result = docker("run", "--rm", image, "search", "how are failed requests retried?", "--json")
+    result = docker_cli(
+        "run", "--rm", image, "search", "how are failed requests retried?", "--json"
+    )
     payload = json.loads(result.stdout)
     assert payload["results"][0]["source"] == "guides/searching.md"
     assert payload["results"][0]["title"] == "Searching > Retries and timeouts"
 
 
 def test_hardened_run_with_no_network_and_a_read_only_root(image: str) -> None:
-    result = docker("run", "--rm", *HARDENED, image, "search", "E408", "--top-k", "1")
+    result = docker_cli("run", "--rm", *HARDENED, image, "search", "E408", "--top-k", "1")
     assert "error code E408" in result.stdout
     assert result.stderr == ""  # no warnings from a read-only file system
-
-
-def test_labels_carry_the_manifest(image: str) -> None:
-    labels = json.loads(docker("inspect", "--format", "{{json .Config.Labels}}", image).stdout)
-    manifest = json.loads(docker("run", "--rm", image, "report", "--json").stdout)
-    assert labels["io.duckdb-vectors.backend"] == manifest["backend"]
-    assert labels["io.duckdb-vectors.dimension"] == "256"
-    assert labels["io.duckdb-vectors.chunk-count"] == str(manifest["chunk_count"])
-    assert labels["io.duckdb-vectors.content-hash"] == manifest["manifest"]["content_hash"]
 
 
 def test_the_runtime_image_carries_only_what_serving_needs(image: str) -> None:
@@ -86,7 +227,7 @@ def test_the_runtime_image_carries_only_what_serving_needs(image: str) -> None:
         "ls /app; command -v gcc cc pip || true; ls /docs /src 2>&1 || true;"
         " find / -xdev -name '*.duckdb.wal' 2>/dev/null; id -u",
     ).split()
-    assert listing[:2] == ["manifest.json", "vectors.duckdb"]
+    assert listing[:3] == ["index-summary.json", "manifest.json", "vectors.duckdb"]
     assert "/usr/bin/gcc" not in listing and not any(p.endswith("/pip") for p in listing)
     assert "10001" in listing  # not root
     assert not any(p.endswith(".wal") for p in listing)
@@ -112,7 +253,7 @@ def test_mcp_over_docker_run_i(image: str) -> None:
 
 def test_runtime_append_of_a_mounted_registry(image: str) -> None:
     skills = REPOSITORY / "examples" / "skills"
-    result = docker(
+    result = docker_cli(
         "run",
         "--rm",
         *HARDENED,
@@ -132,39 +273,20 @@ def test_runtime_append_of_a_mounted_registry(image: str) -> None:
     assert "files   2 seen: 2 new" in result.stderr  # the append's summary, not on stdout
 
 
-def test_a_build_with_nothing_to_index_fails_clearly(image: str, tmp_path: Path) -> None:
-    empty = REPOSITORY / ".build" / "empty-docs"
-    empty.mkdir(parents=True, exist_ok=True)
-    (empty / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n")
-    result = docker(
-        "build",
-        "-f",
-        "Dockerfile.runtime",
-        "--build-arg",
-        f"BUILDER_IMAGE={BUILDER}",
-        "--build-arg",
-        "DOCS=.build/empty-docs",
-        "-t",
-        f"{image}-empty",
-        ".",
-        check=False,
-    )
-    assert result.returncode != 0
-    assert "nothing was indexed from /docs" in result.stdout + result.stderr
+def test_verification_refuses_an_image_that_is_not_an_index() -> None:
+    with pytest.raises(BakeError, match=r"verification failed: .*did not run"):
+        verify_image(docker.from_env(), "python:3.12-slim", "anything")
 
 
-def test_runtime_overhead_over_the_base_image(image: str) -> None:
-    def size(name: str) -> int:
-        return int(docker("image", "inspect", "--format", "{{.Size}}", name).stdout)
-
+def test_runtime_overhead_over_the_base_image(baked: dict) -> None:
     model = sum(p.stat().st_size for p in STATIC_MODEL.iterdir())
-    overhead = size(image) - size("python:3.12-slim") - model
+    overhead = baked["overhead_bytes"] - model
     assert overhead < 300e6, f"{overhead / 1e6:.0f} MB over the base image (model excluded)"
 
 
 def test_no_secrets_in_any_layer(image: str) -> None:
-    history = docker("history", "--no-trunc", "--format", "{{.CreatedBy}}", image).stdout
-    config = docker("inspect", "--format", "{{json .Config.Env}}", image).stdout
+    history = docker_cli("history", "--no-trunc", "--format", "{{.CreatedBy}}", image).stdout
+    config = docker_cli("inspect", "--format", "{{json .Config.Env}}", image).stdout
     for marker in (
         "AWS_SECRET",
         "AWS_ACCESS_KEY",
@@ -182,3 +304,132 @@ def test_no_secrets_in_any_layer(image: str) -> None:
         " -o -name '.git-credentials' -o -name '.pypirc' \\) 2>/dev/null",
     )
     assert files.strip() == ""
+
+
+# --- bad input: one line, a non-zero exit, nothing tagged, no container left -------------
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "page.md").write_text("# Page\n\nSome text to index.\n")
+    return docs
+
+
+@pytest.mark.parametrize(
+    ("arrange", "expected"),
+    [
+        (lambda docs: ["missing-folder"], "missing-folder does not exist"),
+        (lambda docs: [str(docs / "page.md")], "is not a folder"),
+        (lambda docs: _only_images(docs), "has nothing to index"),
+        (lambda docs: [str(docs), "--model-path", str(docs / "no-model")], "model folder"),
+        (lambda docs: [str(docs), "--tag", "Not A Tag"], "is not an image name"),
+        (lambda docs: [str(docs), "--label", "no-equals"], "is not KEY=VALUE"),
+    ],
+    ids=["missing", "a-file", "nothing-indexable", "no-model-folder", "bad-tag", "bad-label"],
+)
+def test_bad_input_is_one_line_and_leaves_nothing(
+    installed: Path, outside: Path, arrange, expected: str
+) -> None:
+    arguments = arrange(outside)
+    tag = [] if "--tag" in arguments else ["--tag", f"{PREFIX}-bad"]
+    result = run_installed(installed, "bake", *arguments, *tag, cwd=outside.parent)
+    assert result.returncode != 0
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: ")
+    assert expected in result.stderr
+    assert not image_exists(f"{PREFIX}-bad")
+
+
+def _only_images(docs: Path) -> list[str]:
+    (docs / "page.md").unlink()
+    (docs / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (docs / ".hidden.md").write_text("# hidden\n")
+    return [str(docs)]
+
+
+def test_no_engine_says_how_to_get_one(installed: Path, outside: Path) -> None:
+    result = run_installed(
+        installed,
+        "bake",
+        str(outside),
+        "--tag",
+        f"{PREFIX}-bad",
+        cwd=outside.parent,
+        DOCKER_HOST="unix:///nonexistent/docker.sock",
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "Error: no container engine answers at unix:///nonexistent/docker.sock: start Docker"
+        " (or Podman's Docker-compatible service: podman system service), or set DOCKER_HOST"
+        " to one that runs"
+    )
+
+
+def test_a_failing_build_step_shows_its_last_lines_and_tags_nothing(
+    installed: Path, outside: Path
+) -> None:
+    result = run_installed(
+        installed,
+        "bake",
+        str(outside),
+        "--tag",
+        f"{PREFIX}-bad",
+        "--base-image",
+        "localhost/duckdb-vectors-no-such-base:1",
+        cwd=outside.parent,
+        DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("Error: ") and "no-such-base" in result.stderr
+    assert any(line.startswith("  | ") for line in lines)  # the build's last lines
+    assert not image_exists(f"{PREFIX}-bad")
+
+
+def test_the_plain_docker_build_needs_no_toolkit_image(tmp_path: Path) -> None:
+    """`docker build -f Dockerfile.runtime` from a checkout builds its toolkit stage itself."""
+    model = REPOSITORY / ".build" / "test-model"
+    shutil.rmtree(model, ignore_errors=True)
+    shutil.copytree(STATIC_MODEL, model)
+    assert not image_exists("duckdb-vectors-builder")
+    build = [
+        "build",
+        "--force-rm",
+        "-f",
+        "Dockerfile.runtime",
+        "--build-arg",
+        "MODEL_DIR=.build/test-model",
+    ]
+    try:
+        docker_cli(*build, "--build-arg", "DOCS=examples/docs", "-t", PLAIN, ".")
+        result = docker_cli("run", "--rm", *HARDENED, PLAIN, "search", "E408", "--top-k", "1")
+        assert "error code E408" in result.stdout
+        # The same build on a folder with nothing to index fails at the index step, clearly.
+        empty = REPOSITORY / ".build" / "empty-docs"
+        empty.mkdir(parents=True, exist_ok=True)
+        (empty / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+        failed = docker_cli(
+            *build,
+            "--build-arg",
+            "DOCS=.build/empty-docs",
+            "-t",
+            f"{PLAIN}-empty",
+            ".",
+            check=False,
+        )
+        assert failed.returncode != 0
+        assert "nothing was indexed from /docs" in failed.stdout + failed.stderr
+        assert not image_exists(f"{PLAIN}-empty")
+    finally:
+        remove_images(PLAIN, f"{PLAIN}-empty")
+        shutil.rmtree(REPOSITORY / ".build", ignore_errors=True)
+
+
+def test_no_container_is_left_behind() -> None:
+    """Runs last in this module: bake and the builds above removed every container they made."""
+    engine = docker.from_env()
+    ours = engine.containers.list(all=True, filters={"label": CREATED_BY_LABEL})
+    assert ours == []
+    building = [c for c in engine.containers.list(all=True) if PREFIX in str(c.image)]
+    assert building == []

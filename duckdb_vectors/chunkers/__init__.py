@@ -76,6 +76,11 @@ class CompositeChunker:
         guessed = self.extensions.get(suffix) or mimetypes.guess_type(f"x{suffix}")[0]
         return guessed or TEXT_FALLBACK
 
+    def can_index(self, source: str, head: bytes) -> bool:
+        """Whether a file starting with ``head`` is of a type this chunker indexes."""
+        mime_type = self.mime_type(source, head)
+        return bool(head.strip()) and (mime_type in self.chunkers or _is_text_like(mime_type))
+
     def chunk(self, text: str, source: str) -> list[Chunk]:
         """Chunk text, choosing the chunker by the source's extension."""
         chunker = self.chunkers.get(self.mime_type(source))

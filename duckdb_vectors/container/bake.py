@@ -1,0 +1,218 @@
+"""``bake``: a folder of documents in, a verified, labelled index image out.
+
+1. check the inputs on the host (documents, model folder, engine), so bad input fails in a
+   second with one line, not minutes into a build;
+2. build Dockerfile.runtime from a context assembled here (see ``context``): the toolkit
+   stage, the index stage, the trimmed runtime;
+3. read the manifest the index stage wrote and add it as labels (a build ``FROM`` the image
+   with labels only: no layer changes);
+4. verify the labelled image as an agent would use it: a hardened run answers a search, and
+   an MCP server started as ``docker run -i`` completes ``initialize``;
+5. only then tag it. Whatever fails, nothing is left tagged, and the images this bake made
+   are removed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import docker
+from mcp.types import LATEST_PROTOCOL_VERSION
+from pydantic import BaseModel, Field
+
+from ..config import DEFAULT_BACKEND, DEFAULT_BASE_IMAGE, Settings
+from ..errors import DuckDBVectorsError
+from ..indexer import FileProblem, IndexSummary, first_indexable_file
+from ..models import IndexReport
+from ..progress import StatusLine
+from . import engine
+from .context import RUNTIME_DOCKERFILE, dockerfile_context, write_context
+from .labels import manifest_labels
+
+MANIFEST_IN_IMAGE = "/app/manifest.json"
+INDEX_SUMMARY_IN_IMAGE = "/app/index-summary.json"
+_NAME_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_REFERENCE = re.compile(
+    rf"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?{_NAME_PART}(?:/{_NAME_PART})*(?::\w[\w.-]{{0,127}})?"
+)
+
+
+class BakeError(DuckDBVectorsError):
+    """The bake could not make a working image; nothing was tagged."""
+
+
+class BakeInputError(BakeError, ValueError):
+    """The documents folder, model folder or tag given to ``bake`` cannot be used."""
+
+
+class BakeSummary(BaseModel):
+    """What ``bake`` made (the ``bake --json`` shape)."""
+
+    tag: str
+    image_id: str
+    size_bytes: int | None = Field(description="The image's size as the engine reports it.")
+    base_image: str
+    overhead_bytes: int | None = Field(description="Size over the base image.")
+    backend: str
+    dimension: int
+    chunk_count: int
+    source_count: int
+    content_hash: str
+    skipped: list[FileProblem] = Field(description="Files the index stage did not index.")
+    failed: list[FileProblem]
+    build_seconds: float
+    verified: bool
+    cold_search_seconds: float | None = Field(
+        description="A hardened `docker run IMAGE search` from start to exit; None unverified."
+    )
+    labels: dict[str, str]
+
+
+def bake(
+    docs: str | Path,
+    tag: str,
+    *,
+    backend: str | None = None,
+    model_path: str | Path | None = None,
+    labels: dict[str, str] | None = None,
+    verify: bool = True,
+    base_image: str = DEFAULT_BASE_IMAGE,
+    platform: str | None = None,
+    status: StatusLine | None = None,
+) -> BakeSummary:
+    """Bake the documents in ``docs`` into an image tagged ``tag``.
+
+    ``backend`` and ``model_path`` are resolved as ``index`` resolves them (argument, then
+    ``DUCKDB_VECTORS_BACKEND`` / ``DUCKDB_VECTORS_MODEL_PATH``, then the default); with no
+    model folder the build downloads the model.
+    """
+    settings = Settings.resolve(backend=backend, model_path=model_path)
+    backend = settings.backend or DEFAULT_BACKEND
+    _check_tag(tag)
+    docs = _checked_docs(Path(docs))
+    model = _checked_model(settings.model_path)
+    status = status or StatusLine()
+    client = engine.connect()
+    started = time.monotonic()
+    context = write_context(docs, model)
+    try:
+        built = engine.build(
+            client,
+            context.archive,
+            dockerfile=RUNTIME_DOCKERFILE,
+            buildargs=context.buildargs | {"BACKEND": backend, "PYTHON_IMAGE": base_image},
+            platform=platform,
+            status=status,
+        )
+    finally:
+        context.close()
+    made = [built]
+    try:
+        report = IndexReport.model_validate_json(engine.read_file(client, built, MANIFEST_IN_IMAGE))
+        indexed = IndexSummary.model_validate_json(
+            engine.read_file(client, built, INDEX_SUMMARY_IN_IMAGE)
+        )
+        all_labels = manifest_labels(report, base_image) | (labels or {})
+        status.final("adding the manifest as labels")
+        labelled = engine.build(
+            client, dockerfile_context(f"FROM {built}\n"), labels=all_labels, platform=platform
+        )
+        made.insert(0, labelled)
+        build_seconds = time.monotonic() - started
+        cold_search = _verify(client, labelled, report, status) if verify else None
+        image = engine.tag_image(client, labelled, tag)
+    except BaseException:
+        for image_id in made:
+            engine.remove_image(client, image_id)
+        raise
+    size = engine.image_size(client, labelled)
+    base_size = engine.image_size(client, base_image)
+    manifest = report.manifest or {}
+    return BakeSummary(
+        tag=tag,
+        image_id=image.id,
+        size_bytes=size,
+        base_image=base_image,
+        overhead_bytes=size - base_size if size is not None and base_size is not None else None,
+        backend=report.backend,
+        dimension=report.dimension or 0,
+        chunk_count=report.chunk_count,
+        source_count=len(report.sources),
+        content_hash=manifest.get("content_hash", ""),
+        skipped=indexed.skipped,
+        failed=indexed.failed,
+        build_seconds=round(build_seconds, 3),
+        verified=verify,
+        cold_search_seconds=None if cold_search is None else round(cold_search, 3),
+        labels=all_labels,
+    )
+
+
+def verify_image(client: docker.DockerClient, image: str, query: str) -> float:
+    """Check a frozen index image answers, hardened: a search returns hits, and ``mcp``
+    completes ``initialize`` over stdin. The search's time from start to exit."""
+    try:
+        result = engine.run(client, image, ["search", query, "--top-k", "1", "--json"])
+    except DuckDBVectorsError as error:
+        raise BakeError(f"verification failed: {error}") from None
+    if result.exit_code != 0:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise BakeError(f"verification failed: `search` exited {result.exit_code}: {last}")
+    try:
+        hits = json.loads(result.stdout)["results"]
+    except (ValueError, KeyError, TypeError):
+        raise BakeError("verification failed: `search --json` printed no JSON") from None
+    if not hits:
+        raise BakeError(f"verification failed: a search for {query!r} found nothing")
+    try:
+        engine.mcp_initialize(client, image, LATEST_PROTOCOL_VERSION)
+    except DuckDBVectorsError as error:
+        raise BakeError(f"verification failed: {error}") from None
+    return result.seconds
+
+
+def _verify(
+    client: docker.DockerClient, image: str, report: IndexReport, status: StatusLine
+) -> float:
+    status.final("verifying: a hardened search, and MCP initialize over stdin")
+    return verify_image(client, image, _probe_query(report))
+
+
+def _probe_query(report: IndexReport) -> str:
+    """A query that must find something: the name of the source with the most chunks."""
+    source = max(report.sources, key=lambda name: report.sources[name], default="") or "index"
+    words = re.split(r"[\W_]+", Path(source).stem)
+    return " ".join(word for word in words if word) or source
+
+
+def _check_tag(tag: str) -> None:
+    if not _IMAGE_REFERENCE.fullmatch(tag):
+        raise BakeInputError(
+            f"--tag {tag!r} is not an image name: use lowercase letters, digits and . _ -,"
+            " optionally a registry/ prefix and a :tag, e.g. my-docs or my-docs:1.0"
+        )
+
+
+def _checked_docs(docs: Path) -> Path:
+    if not docs.exists():
+        raise BakeInputError(f"{docs} does not exist: pass the folder of documents to bake")
+    if not docs.is_dir():
+        raise BakeInputError(f"{docs} is not a folder: pass the folder of documents to bake")
+    if first_indexable_file(docs) is None:
+        raise BakeInputError(
+            f"{docs} has nothing to index: no Markdown, PDF or text file (hidden files are"
+            " left out)"
+        )
+    return docs
+
+
+def _checked_model(model_path: Path | None) -> Path | None:
+    if model_path is not None and not model_path.is_dir():
+        raise BakeInputError(
+            f"model folder {model_path} does not exist: fix --model-path or"
+            " DUCKDB_VECTORS_MODEL_PATH, or leave both unset to download the model"
+        )
+    return model_path

@@ -1,0 +1,132 @@
+"""The build context of a bake: what `docker build` of Dockerfile.runtime is given.
+
+It has the shape of a checkout of this project — the Dockerfiles, pyproject.toml, README.md
+and the ``duckdb_vectors`` package — plus the documents and, optionally, the model files, so
+the toolkit can be rebuilt from an installed package with no checkout at hand. It is written
+as a tar stream straight from where the files are, without copying the documents first.
+
+Every entry gets a fixed owner and time stamp, so the same files always give the same context:
+the engine then reuses the cached toolkit layers, and two bakes of the same documents agree.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import duckdb_vectors
+
+from ..errors import DuckDBVectorsError
+
+PACKAGE_DIR = Path(duckdb_vectors.__file__).resolve().parent
+BUILD_FILE_NAMES = ("Dockerfile.builder", "Dockerfile.runtime", "pyproject.toml", "README.md")
+DOCS_IN_CONTEXT = "input/docs"
+MODEL_IN_CONTEXT = "input/model"
+NO_MODEL_IN_CONTEXT = "duckdb_vectors/container/no-model"
+RUNTIME_DOCKERFILE = "Dockerfile.runtime"
+_LEFT_OUT = {"__pycache__", "build_files"}
+
+logger = logging.getLogger(__name__)
+
+
+def build_files_dir() -> Path:
+    """Where the project's own build files are.
+
+    An installed wheel carries them in ``duckdb_vectors/build_files`` (see pyproject.toml); a
+    source checkout, installed editable, has them at its root, next to the package.
+    """
+    for folder in (PACKAGE_DIR / "build_files", PACKAGE_DIR.parent):
+        if all((folder / name).is_file() for name in BUILD_FILE_NAMES):
+            return folder
+    raise DuckDBVectorsError(
+        f"the Dockerfiles are missing from {PACKAGE_DIR}: reinstall duckdb-vectors"
+    )
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """A written context, and the build arguments that point the Dockerfile into it."""
+
+    archive: IO[bytes]
+    buildargs: dict[str, str]
+
+    def close(self) -> None:
+        self.archive.close()
+
+
+def write_context(docs: Path, model_path: Path | None) -> BuildContext:
+    """A tar of the project files, ``docs`` and the model folder, in a temporary file."""
+    archive = tempfile.TemporaryFile()  # noqa: SIM115 (closed by BuildContext.close)
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        build_files = build_files_dir()
+        for name in BUILD_FILE_NAMES:
+            _add(tar, build_files / name, name)
+        _add_tree(tar, PACKAGE_DIR, "duckdb_vectors")
+        _add_tree(tar, docs, DOCS_IN_CONTEXT)
+        if model_path is not None:
+            _add_tree(tar, model_path, MODEL_IN_CONTEXT)
+    archive.seek(0)
+    buildargs = {
+        "DOCS": DOCS_IN_CONTEXT,
+        "MODEL_DIR": MODEL_IN_CONTEXT if model_path is not None else NO_MODEL_IN_CONTEXT,
+    }
+    return BuildContext(archive, buildargs)
+
+
+def dockerfile_context(dockerfile: str) -> IO[bytes]:
+    """A context holding only a Dockerfile (for the build that adds labels)."""
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        data = dockerfile.encode()
+        entry = _normalised(tarfile.TarInfo("Dockerfile"))
+        entry.size = len(data)
+        tar.addfile(entry, io.BytesIO(data))
+    archive.seek(0)
+    return archive
+
+
+def _add_tree(tar: tarfile.TarFile, root: Path, name: str) -> None:
+    _add(tar, root, name)
+    for path, relative in _walk(root):
+        _add(tar, path, f"{name}/{relative}")
+
+
+def _walk(root: Path) -> Iterator[tuple[Path, str]]:
+    """Every entry below ``root`` in a stable order; symbolic links are kept as links."""
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d not in _LEFT_OUT)
+        for name in subfolders + sorted(files):
+            path = Path(folder) / name
+            if path.suffix != ".pyc":
+                yield path, path.relative_to(root).as_posix()
+
+
+def _add(tar: tarfile.TarFile, path: Path, name: str) -> None:
+    """Add one entry; what cannot be read (or is a socket or device) is left out, with a
+    warning: the index stage reports what it could not index, as ``index`` does."""
+    try:
+        entry = tar.gettarinfo(path, arcname=name)
+        if entry is None or not (entry.isfile() or entry.isdir() or entry.issym()):
+            raise OSError("not a file, folder or link")
+        if entry.isfile():
+            with path.open("rb") as data:
+                tar.addfile(_normalised(entry), data)
+        else:
+            tar.addfile(_normalised(entry))
+    except OSError as error:
+        logger.warning("%s: left out of the build: %s", path, error.strerror or error)
+
+
+def _normalised(entry: tarfile.TarInfo) -> tarfile.TarInfo:
+    entry.mtime = 0
+    entry.uid = entry.gid = 0
+    entry.uname = entry.gname = ""
+    entry.mode = entry.mode | 0o644 if not entry.isdir() else 0o755
+    return entry

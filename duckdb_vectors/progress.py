@@ -1,0 +1,45 @@
+"""Progress of long work on stderr: one line redrawn in place on a terminal, plain lines
+otherwise (build logs, CI, an MCP server's log), at most one every few seconds."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from typing import TextIO
+
+PLAIN_INTERVAL_SECONDS = 5.0
+
+
+class StatusLine:
+    """Shows the latest status of a long task; ``final`` lines always stay on screen."""
+
+    def __init__(self, stream: TextIO | None = None, live: bool | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self._last_plain = float("-inf")
+        self._drawn = False
+
+    def update(self, text: str) -> None:
+        if self.live:
+            width = shutil.get_terminal_size().columns - 1
+            self.stream.write("\r\x1b[K" + text[:width])
+            self._drawn = True
+        elif time.monotonic() - self._last_plain >= PLAIN_INTERVAL_SECONDS:
+            self._write_line(text)
+        self.stream.flush()
+
+    def final(self, text: str) -> None:
+        """A line that stays: the live line is cleared first, so they never share a line."""
+        self.clear()
+        self._write_line(text)
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self._drawn:
+            self.stream.write("\r\x1b[K")
+            self._drawn = False
+
+    def _write_line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self._last_plain = time.monotonic()
