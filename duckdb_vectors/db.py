@@ -33,7 +33,7 @@ def connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     if not read_only and not in_memory:
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        return duckdb.connect(str(path), read_only=read_only, config=CONNECTION_CONFIG)
+        connection = duckdb.connect(str(path), read_only=read_only, config=CONNECTION_CONFIG)
     except duckdb.IOException as error:
         message = first_line(error)
         if "lock" in message.lower():
@@ -48,6 +48,10 @@ def connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         ) from None
     except duckdb.Error as error:
         raise NotAnIndexError(f"{path} is not a DuckDB index file: {first_line(error)}") from None
+    # DuckDB draws a bar on stderr during long scans even when stderr is a log file (an MCP
+    # server's, a build's); this library reports its own progress. (A per-connection option.)
+    connection.execute("SET enable_progress_bar = false")
+    return connection
 
 
 def _lock_message(path: Path, read_only: bool, error: str) -> str:

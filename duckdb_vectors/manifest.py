@@ -8,7 +8,7 @@ always describes the file's content, and it can be read without loading any mode
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 
 import duckdb
@@ -31,8 +31,8 @@ class Manifest(BaseModel):
     content_hash: str = Field("", description="sha256 over ids, etags, sources and metadata.")
     duckdb_version: str = Field(default_factory=lambda: duckdb.__version__)
     package_version: str = Field(default_factory=lambda: package_version())
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
-    built_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    built_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
 def package_version() -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -20,7 +20,7 @@ import numpy as np
 
 from .models import Chunk
 from .schema import embedding_dimension
-from .search import BM25_B, BM25_K1, Ranking, Scope
+from .search import BM25_B, BM25_K1, TIE_TOLERANCE, Ranking, Scope
 
 _LOAD_BATCH = 16_384
 _SAMPLE_STRIDE = 8  # one score in eight bounds the top-k threshold from below
@@ -122,7 +122,7 @@ class MemoryIndex:
     def _chunk(self, row: int) -> Chunk:
         record = {name: values[row] for name, values in self.rows.items()}
         record["metadata"] = json.loads(record["metadata"]) if record["metadata"] else {}
-        record["stamped_at"] = datetime.fromtimestamp(record["stamped_at"] / 1e6, timezone.utc)
+        record["stamped_at"] = datetime.fromtimestamp(record["stamped_at"] / 1e6, UTC)
         return Chunk.model_validate(record)
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
@@ -138,14 +138,12 @@ class MemoryIndex:
         """The ``depth`` best of ``scores`` (for ``rows``, or all rows if None), ties by key."""
         if len(scores) > depth:
             # A partition picks an arbitrary member of a tie at the cut; widen to keep all ties.
-            chosen = np.flatnonzero(scores >= kth_largest(scores, depth))
+            cut = float(kth_largest(scores, depth))
+            chosen = np.flatnonzero(scores >= cut - TIE_TOLERANCE * max(abs(cut), 1.0))
         else:
             chosen = np.arange(len(scores))
         selected_rows = chosen if rows is None else rows[chosen]
-        keys = self.keys[selected_rows]
-        selected_scores = scores[chosen].astype(np.float64)
-        order = np.lexsort((keys, -selected_scores))[:depth]
-        return Ranking(keys[order], selected_scores[order])
+        return Ranking.ordered(self.keys[selected_rows], scores[chosen], depth)
 
 
 def kth_largest(scores: np.ndarray, k: int) -> float:

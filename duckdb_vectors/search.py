@@ -24,6 +24,13 @@ from .ranking_sql import validate_fragment
 BM25_K1 = 1.5  # Lucene's default is 1.2; 1.5 scored best on SciFact train
 BM25_B = 0.75
 CHUNK_COLUMNS = "chunk_id, text, source, position, title, metadata, etag, stamped_at"
+# Scores closer than this (relative to the larger, at least 1) are a tie, and ties are ordered by
+# key, the order chunks were first written. DuckDB and numpy sum float32 products in different
+# orders, so two chunks that score the same exactly can differ by ~1e-7 on one path and not on
+# the other: without a tolerance the two paths would break such ties differently.
+TIE_TOLERANCE = 1e-6
+# SQL rankings read this many rows past the depth, so ties at the cut are resolved as in memory.
+TIE_SLACK = 16
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,13 @@ class Ranking:
     @classmethod
     def empty(cls) -> Ranking:
         return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+
+    @classmethod
+    def ordered(cls, keys: np.ndarray, scores: np.ndarray, depth: int) -> Ranking:
+        """The ``depth`` best of the candidates, in ``tie_order``."""
+        scores = scores.astype(np.float64)
+        order = tie_order(keys, scores)[:depth]
+        return cls(keys[order], scores[order])
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -116,13 +130,16 @@ class SqlSearcher:
 
     def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking:
         condition, parameters = scope.condition(parameter_offset=2)
+        # A zero vector (a text with no tokens, for some embedders) has no direction: DuckDB
+        # scores it NaN, which sorts first; it scores 0, as in the in-memory index.
         rows = self.connection.execute(
-            f"SELECT key, array_cosine_similarity(embedding, CAST($1 AS FLOAT[{self.dimension}]))"
-            f" AS similarity FROM chunks WHERE {condition}"
+            "SELECT key, CASE WHEN isnan(cosine) THEN 0.0 ELSE cosine END AS similarity FROM ("
+            f" SELECT key, array_cosine_similarity(embedding, CAST($1 AS FLOAT[{self.dimension}]))"
+            f" AS cosine FROM chunks WHERE {condition})"
             " ORDER BY similarity DESC, key LIMIT $2",
-            [np.asarray(query, dtype=np.float32).tolist(), depth, *parameters],
+            [np.asarray(query, dtype=np.float32).tolist(), depth + TIE_SLACK, *parameters],
         ).fetchall()
-        return _ranking(rows)
+        return _ranking(rows, depth)
 
     def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking:
         if not terms:
@@ -150,9 +167,9 @@ class SqlSearcher:
                 GROUP BY p.key)
             SELECT key, score FROM scored ORDER BY score DESC, key LIMIT $4
             """,
-            [terms, self.bm25_k1, self.bm25_b, depth, *parameters],
+            [terms, self.bm25_k1, self.bm25_b, depth + TIE_SLACK, *parameters],
         ).fetchall()
-        return _ranking(rows)
+        return _ranking(rows, depth)
 
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         if len(keys) == 0:
@@ -187,11 +204,23 @@ def _decode_metadata(metadata: Any) -> dict[str, Any]:
     return json.loads(metadata) if isinstance(metadata, str) else dict(metadata)
 
 
-def _ranking(rows: list[tuple[Any, ...]]) -> Ranking:
+def _ranking(rows: list[tuple[Any, ...]], depth: int) -> Ranking:
     if not rows:
         return Ranking.empty()
     keys, scores = zip(*rows, strict=True)
-    return Ranking(np.asarray(keys, dtype=np.int64), np.asarray(scores, dtype=np.float64))
+    return Ranking.ordered(np.asarray(keys, dtype=np.int64), np.asarray(scores), depth)
+
+
+def tie_order(keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """The order of best score first, ties (see TIE_TOLERANCE) by ascending key."""
+    by_score = np.lexsort((keys, -scores))
+    if len(by_score) < 2:
+        return by_score
+    ordered = scores[by_score]
+    drops = ordered[:-1] - ordered[1:]
+    limits = TIE_TOLERANCE * np.maximum(np.abs(ordered[:-1]), 1.0)
+    runs = np.concatenate([[0], np.cumsum(drops > limits)])
+    return by_score[np.lexsort((keys[by_score], runs))]
 
 
 def fuse(vector: Ranking, lexical: Ranking, settings: FusionSettings) -> FusedRanking:
@@ -217,7 +246,7 @@ def fuse(vector: Ranking, lexical: Ranking, settings: FusionSettings) -> FusedRa
         vector_part = _relative_at(vector_slots, vector.scores, len(keys))
         text_part = _relative_at(text_slots, lexical.scores, len(keys))
     scores = (1 - weight) * vector_part + weight * text_part
-    order = np.lexsort((keys, -scores))
+    order = tie_order(keys, scores)
     return FusedRanking(keys[order], scores[order], vector_ranks[order], text_ranks[order])
 
 

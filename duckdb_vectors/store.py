@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from .db import (
     scalar,
     threads_reserved,
 )
-from .embedders import Embedder, EmbedderSpec, get_embedder
+from .embedders import Embedder, canonical_backend, get_embedder
 from .errors import (
     IndexMismatchError,
     InvalidRankingSQLError,
@@ -101,16 +101,24 @@ class VectorStore:
             "memory_index": memory_index,
             "fusion": fusion,
         }
-        self.settings = Settings(**{k: v for k, v in given.items() if v is not None})
+        self.settings = Settings.resolve(**given)
         self.db_path = self.settings.db_path
         self.read_only = self.settings.read_only
         self._lock = threading.RLock()
+        # A file this store creates is removed again on close if nothing was ever committed
+        # to it (say, the first index run failed to load its model): no empty index is left.
+        self._creates_file = (
+            not self.read_only
+            and str(self.db_path) != ":memory:"
+            and not Path(self.db_path).exists()
+        )
         self._connection = connect(self.db_path, self.read_only)
         try:
             self.manifest: Manifest | None = self._open_index()
             self.backend = self._resolve_backend(embedder)
         except BaseException:
             self._connection.close()
+            self._remove_if_never_committed()
             raise
         self._embedder = embedder
         self._embedder_checked = False
@@ -130,12 +138,21 @@ class VectorStore:
         return f"VectorStore({str(self.db_path)!r}, backend={self.backend!r}, {mode})"
 
     def close(self) -> None:
-        """Release the file (a read-write store checkpoints it, leaving no ``.wal``)."""
+        """Release the file (a read-write store checkpoints it, leaving no ``.wal``).
+
+        A file this store created and never committed an index to is removed.
+        """
         with self._lock:
             self._memory = None
             if not self.read_only and is_open(self._connection):
                 self._connection.execute("CHECKPOINT")
             self._connection.close()
+            self._remove_if_never_committed()
+
+    def _remove_if_never_committed(self) -> None:
+        if self._creates_file and getattr(self, "manifest", None) is None:
+            for leftover in (Path(self.db_path), Path(f"{self.db_path}.wal")):
+                leftover.unlink(missing_ok=True)
 
     def warm_up(self) -> None:
         """Load the model and the in-memory index now, so the first query does not wait."""
@@ -213,7 +230,7 @@ class VectorStore:
             chunks: the chunks to write; ``etag``, ``stamped_at`` and ``embedding`` are set here.
             stamp: the write time recorded as ``stamped_at`` (default: now).
         """
-        return self._write_embedding_ahead(chunks, stamp or datetime.now(timezone.utc))
+        return self._write_embedding_ahead(chunks, stamp or datetime.now(UTC))
 
     def put_vectors(self, vectors: Sequence[dict[str, Any]]) -> WriteStats:
         """Upsert precomputed vectors, as S3 Vectors' ``PutVectors`` does.
@@ -222,6 +239,11 @@ class VectorStore:
         also carry ``text``, ``title``, ``source`` and ``position`` to make it searchable by BM25
         and returned with its text.
         """
+        if isinstance(vectors, np.ndarray):
+            raise ValueError(
+                'put_vectors takes a list of {"key": ..., "data": {"float32": [...]}} '
+                "items, not a matrix: pair each row with its key"
+            )
         chunks, matrix = [], []
         for index, item in enumerate(vectors):
             try:
@@ -236,7 +258,7 @@ class VectorStore:
                         position=item.get("position"),
                     )
                 )
-            except (KeyError, TypeError) as error:
+            except (KeyError, TypeError, IndexError) as error:
                 raise ValueError(
                     f"vectors[{index}] must look like "
                     '{"key": "id", "data": {"float32": [...]}, "metadata": {...}}'
@@ -551,7 +573,7 @@ class VectorStore:
         self._require_writable()
         if not chunks:
             return WriteStats()
-        stamp = datetime.now(timezone.utc)
+        stamp = datetime.now(UTC)
         with self._lock, self.transaction():
             batch = writes.plan_batch(self._connection, chunks, vectors)
             return self._apply(batch, batch.embeddings(None), stamp)
@@ -660,8 +682,8 @@ class VectorStore:
         requested = embedder.spec if embedder is not None else self.settings.backend
         if requested is None:
             return recorded or DEFAULT_BACKEND
-        requested = str(EmbedderSpec.parse(requested))
-        if recorded is not None and requested != recorded:
+        requested = canonical_backend(requested)
+        if recorded is not None and requested != canonical_backend(recorded):
             raise IndexMismatchError(
                 f"{self.db_path} was built with backend {recorded}, not {requested}; "
                 f"use --backend {recorded} (or leave it unset), or re-index with the new backend"

@@ -235,3 +235,23 @@ def test_the_text_report_lists_at_most_fifty_sources() -> None:
     text = report_as_text(report)
     assert "doc049.md" in text and "doc050.md" not in text
     assert text.endswith("... and 70 more (see --json)")
+
+
+def test_a_failed_first_run_leaves_no_index_and_an_empty_index_says_so(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha text\n")
+    db = tmp_path / "first.duckdb"
+    failed = run("index", str(docs), "--db", str(db), env={"DUCKDB_VECTORS_MODEL_PATH": str(docs)})
+    assert failed.returncode == 1 and not db.exists()
+    missing = run("search", "alpha", "--db", str(db))
+    assert "does not exist; build an index first" in missing.stderr
+    with VectorStore(db, model_path=STATIC_MODEL) as store:
+        store.add_texts(["soon gone"], ids=["x"])
+        store.delete_vectors(["x"])
+    empty = run("search", "alpha", "--db", str(db))
+    assert empty.returncode == 1
+    assert empty.stderr.strip() == (
+        f"Error: {db} is empty: index documents into it first (duckdb-vectors index FOLDER"
+        f" --db {db})"
+    )

@@ -159,6 +159,23 @@ def test_concurrent_calls_and_two_servers_on_one_file(index: Path) -> None:
     assert len(answers) == 12 and all(answer == expected for answer in answers)
 
 
+def test_read_only_from_the_environment_follows_the_settings_rule(index: Path) -> None:
+    """DUCKDB_VECTORS_READ_ONLY=on means read-only for `mcp` as for every other entry point,
+    so two servers share the file (read-write, the second would find it locked)."""
+
+    async def client_reports() -> None:
+        async with session(server(index, DUCKDB_VECTORS_READ_ONLY="on")) as client:
+            assert (await client.call_tool("report", {})).is_error is False
+            await anyio.sleep(1)  # both servers hold the file at once
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(client_reports)
+            group.start_soon(client_reports)
+
+    anyio.run(scenario)
+
+
 def test_a_missing_model_is_a_tool_error_not_a_crash(index: Path, tmp_path: Path) -> None:
     async def scenario() -> None:
         parameters = server(index, DUCKDB_VECTORS_MODEL_PATH=str(tmp_path / "no-model"))

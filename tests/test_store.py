@@ -325,6 +325,40 @@ def test_put_vectors_in_s3_vectors_shape(store: VectorStore) -> None:
         store.put_vectors([{"key": "x", "data": {"float32": [1.0, 2.0]}}])
 
 
+@pytest.mark.parametrize(
+    "given",
+    [np.ones((2, 256), dtype=np.float32), [np.ones(256, dtype=np.float32)]],
+    ids=["a-matrix", "a-list-of-rows"],
+)
+def test_put_vectors_refuses_bare_vectors_with_the_documented_error(
+    store: VectorStore, given
+) -> None:
+    with pytest.raises(ValueError, match=r"put_vectors takes a list|must look like"):
+        store.put_vectors(given)
+    assert store.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("built_with", "opened_with"),
+    [
+        ("hashing:256", HashingEmbedder(256)),
+        ("hashing", HashingEmbedder(256)),
+        ("hashing", "hashing:256"),
+        (" Hashing:256 ", "hashing"),
+    ],
+)
+def test_one_backend_written_two_ways_is_one_backend(
+    db_path: Path, built_with: str, opened_with
+) -> None:
+    with VectorStore(db_path, backend=built_with) as store:
+        store.add_texts(["the same backend"], ids=["x"])
+    assert store.manifest.backend == "hashing:256"  # recorded in its canonical form
+    option = {"embedder": opened_with} if isinstance(opened_with, HashingEmbedder) else {}
+    backend = None if option else opened_with
+    with VectorStore(db_path, backend=backend, read_only=True, **option) as reopened:
+        assert reopened.query("same backend", top_k=1)[0].chunk.chunk_id == "x"
+
+
 def test_delete_where_by_filter(filled_store: VectorStore) -> None:
     assert filled_store.delete_where(filter={"kind": "intro"}) == 2
     assert filled_store.count() == len(INTRO_TEXTS) - 2
@@ -428,3 +462,32 @@ def test_in_memory_store(tmp_path: Path) -> None:
     with VectorStore(":memory:", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
         store.add_texts(["ephemeral text"])
         assert store.query("ephemeral")[0].chunk.text == "ephemeral text"
+
+
+def test_duckdb_draws_no_progress_bar_of_its_own(filled_store: VectorStore) -> None:
+    setting = "SELECT current_setting('enable_progress_bar')"
+    assert filled_store.connection.execute(setting).fetchall() == [(False,)]
+
+
+def test_a_file_that_never_got_an_index_is_not_left_behind(tmp_path: Path) -> None:
+    path = tmp_path / "first.duckdb"
+    broken = tmp_path / "no-model-here"
+    broken.mkdir()
+    with (
+        pytest.raises(DuckDBVectorsError),
+        VectorStore(path, DEFAULT_BACKEND, model_path=broken) as store,
+    ):
+        store.add_texts(["the model cannot load, so nothing is committed"])
+    assert not path.exists() and not Path(f"{path}.wal").exists()
+    with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(["this one commits"])
+    assert path.is_file()  # a file that holds an index stays
+
+
+def test_an_existing_file_is_never_removed(db_path: Path) -> None:
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(["kept"], ids=["k"])
+        store.delete_vectors(["k"])
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL):
+        pass
+    assert db_path.is_file()

@@ -48,6 +48,20 @@ def get_embedder(
         raise EmbedderError(str(error)) from error
 
 
+def canonical_backend(backend: str) -> str:
+    """The one written form of a backend string: the spec its embedder reports (defaults
+    spelled out, e.g. ``hashing`` is ``hashing:256``). Builds no model. A backend whose
+    factory is not registered here keeps its parsed form."""
+    spec = EmbedderSpec.parse(backend)
+    factory = _FACTORIES.get(spec.name)
+    if factory is None:
+        return str(spec)
+    try:
+        return factory(spec).spec
+    except (ValueError, EmbedderError):
+        return str(spec)
+
+
 register_embedder("fastembed", create_fastembed)
 register_embedder("hf", create_huggingface)
 register_embedder("bedrock", create_bedrock)
@@ -63,6 +77,7 @@ __all__ = [
     "HashingEmbedder",
     "HuggingFaceEmbedder",
     "available_embedders",
+    "canonical_backend",
     "fingerprint_directory",
     "get_embedder",
     "register_embedder",

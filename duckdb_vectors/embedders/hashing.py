@@ -25,14 +25,16 @@ class HashingEmbedder(BaseEmbedder):
         if dimension < 1:
             raise ValueError(f"hashing dimension must be positive, got {dimension}")
         self._dimension = dimension
-        self.spec = "hashing" if dimension == DEFAULT_DIMENSION else f"hashing:{dimension}"
+        self.spec = f"hashing:{dimension}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         dimension = self.dimension
         matrix = np.zeros((len(texts), dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             for token in tokenize(text):
-                bucket = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest())
+                bucket = int.from_bytes(
+                    hashlib.blake2b(token.encode(), digest_size=8).digest(), "big"
+                )
                 matrix[row, bucket % dimension] += 1.0 if bucket >> 63 else -1.0
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms == 0, 1.0, norms)
