@@ -1,7 +1,7 @@
 # duckdb-vectors: the common paths. `make demo` runs the main job, `make test` the tests.
 PYTHON ?= python3
 VENV ?= .venv
-SHARED ?= ../shared
+SHARED ?= $(or $(DUCKDB_VECTORS_SHARED),../shared)
 BIN := $(VENV)/bin
 PY_SOURCES := duckdb_vectors tests examples bench docker noxfile.py
 # Offline machines (CI here) load the model from a local folder; with network it downloads.
@@ -35,7 +35,7 @@ demo: install
 # The container tests need a Docker engine: where none answers, docker/engine-env.sh serves one.
 test: install
 	eval "$$(bash docker/engine-env.sh $(SHARED))" && \
-	HF_HUB_OFFLINE=1 DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest
+	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest
 
 lint: install
 	$(BIN)/ruff check $(PY_SOURCES)

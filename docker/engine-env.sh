@@ -5,10 +5,11 @@
 # Use:  eval "$(bash docker/engine-env.sh ../shared)"
 set -euo pipefail
 shared=${1:?usage: engine-env.sh SHARED-FOLDER}
-setup="$(cd "$shared" && pwd)/container-engine/setup.sh"
-if docker info >/dev/null 2>&1 || [[ ! -f $setup ]]; then
-    exit 0
+setup="$shared/container-engine/setup.sh"
+if [[ ! -f $setup ]] || docker info >/dev/null 2>&1; then
+    exit 0  # an engine answers already, or there is no Podman set-up to start one
 fi
+setup="$(cd "$(dirname "$setup")" && pwd)/setup.sh"
 # Started from /: the engine (and each container's conmon) keeps the working directory it was
 # started in, and a deleted clone there makes every later `docker run` fail.
 cd /

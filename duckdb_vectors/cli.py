@@ -31,7 +31,7 @@ from .rendering import (
     search_record,
     summary_as_text,
 )
-from .store import MAX_TOP_K, VectorStore
+from .store import MAX_RESULTS, VectorStore
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -169,7 +169,7 @@ Examples:
 @store_options
 @click.option(
     "--top-k",
-    type=click.IntRange(1, MAX_TOP_K),
+    type=click.IntRange(1, MAX_RESULTS),
     default=5,
     show_default=True,
     help="How many results.",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from .errors import DuckDBVectorsError
 from .models import SearchResult
 from .store import VectorStore
 
@@ -68,6 +69,45 @@ class ModeReport:
     recall_at_100: float = 0.0
     mrr_at_10: float = 0.0
     latency_ms: dict[str, float] = field(default_factory=dict)
+    queries: int = 0  # judged queries: in both files, with a positive judgment
+
+
+class EvaluationInputError(DuckDBVectorsError, ValueError):
+    """The queries, judgments and index have nothing in common to measure."""
+
+
+def judged_queries(queries: dict[str, str], qrels: dict[str, dict[str, int]]) -> list[str]:
+    """The query ids both files name; none is an error that shows what each file holds."""
+    judged = [query_id for query_id in qrels if query_id in queries]
+    if not judged:
+        raise EvaluationInputError(
+            f"no query id is in both files: --qrels judges {_examples(qrels)},"
+            f" --queries holds {_examples(queries)}; use queries and judgments of one data set"
+        )
+    return judged
+
+
+def check_corpus_ids(
+    store: VectorStore, qrels: dict[str, dict[str, int]], by: Literal["chunk_id", "source"]
+) -> None:
+    """Refuse judgments that name nothing in the index: every score would be 0."""
+    judged = {corpus_id for relevant in qrels.values() for corpus_id in relevant}
+    known = (
+        set(store.sources())
+        if by == "source"
+        else {chunk.chunk_id for chunk in store.get_vectors(sorted(judged))}
+    )
+    if not judged & known:
+        raise EvaluationInputError(
+            f"no corpus id in --qrels ({_examples(judged)}) is a {by} in the index: index the"
+            " corpus with its ids as chunk ids (see the README's eval section), or try --by"
+            f" {'chunk_id' if by == 'source' else 'source'}"
+        )
+
+
+def _examples(ids: Iterable[str]) -> str:
+    shown = sorted(ids)[:3]
+    return ", ".join(repr(i) for i in shown) + (" ..." if len(shown) == 3 else "")
 
 
 def document_ids(hits: Iterable[SearchResult], by: Literal["chunk_id", "source"]) -> list[str]:
@@ -89,7 +129,8 @@ def evaluate(
     Query vectors are embedded once up front, so the modes are timed on ranking alone.
     ``depth`` is how many hits each query asks for (Recall@100 needs 100).
     """
-    judged = [query_id for query_id in qrels if query_id in queries]
+    judged = judged_queries(queries, qrels)
+    check_corpus_ids(store, qrels, by)
     texts = [queries[query_id] for query_id in judged]
     vectors = store.embedder.embed_query(texts) if set(modes) & {"hybrid", "vector"} else None
     depth = depth * 3 if by == "source" else depth
@@ -117,8 +158,10 @@ def evaluate(
                 )
             ):
                 totals[slot] += value
-        count = max(1, len(judged))
-        reports[mode] = ModeReport(*(total / count for total in totals), _percentiles(timings))
+        count = len(judged)
+        reports[mode] = ModeReport(
+            *(total / count for total in totals), _percentiles(timings), queries=count
+        )
     return reports
 
 

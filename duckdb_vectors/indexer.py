@@ -419,8 +419,11 @@ def _progress(entries: list[_Entry], enabled: bool | None) -> Iterator[_Entry]:
         return
     if live:
         from tqdm import tqdm
+        from tqdm.contrib.logging import logging_redirect_tqdm
 
-        yield from tqdm(entries, unit="file", file=sys.stderr, desc="indexing")
+        # Warnings about files are written above the bar, not onto its line.
+        with logging_redirect_tqdm():
+            yield from tqdm(entries, unit="file", file=sys.stderr, desc="indexing")
         return
     status = StatusLine(live=False)
     for done, entry in enumerate(entries):

@@ -19,38 +19,19 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .db import first_line
 from .manifest import package_version
 from .models import IndexReport
-from .rendering import hits_as_text, report_as_text, search_record
+from .rendering import SearchOutput, hits_as_text, report_as_text, search_record
 from .store import VectorStore
 
-MAX_TOP_K = 50
+# The most hits one tool call returns: an agent pays for every token of a tool's output.
+AGENT_MAX_RESULTS = 50
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False
 )
-
-
-class Hit(BaseModel):
-    """One ranked chunk (the same fields as ``duckdb-vectors search --json``)."""
-
-    rank: int
-    score: float
-    chunk_id: str
-    source: str | None
-    title: str | None
-    position: int | None
-    text: str
-    metadata: dict[str, Any]
-    vector_rank: int | None
-    text_rank: int | None
-
-
-class SearchOutput(BaseModel):
-    query: str
-    results: list[Hit]
 
 
 class _WarmUp:
@@ -104,7 +85,7 @@ def build_server(store: VectorStore) -> MCPServer:
     def search(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
         top_k: Annotated[
-            int, Field(ge=1, le=MAX_TOP_K, description="How many chunks to return.")
+            int, Field(ge=1, le=AGENT_MAX_RESULTS, description="How many chunks to return.")
         ] = 5,
         filter: Annotated[
             dict[str, Any] | None,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, Field
+
 from .evaluation import ModeReport
 from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
@@ -20,25 +22,48 @@ SNIPPET_CHARS = 240
 REPORT_SOURCES = 50  # the text form lists at most this many sources; JSON lists all
 
 
-def hit_record(rank: int, hit: SearchResult) -> dict[str, Any]:
-    """One search hit as a JSON object."""
-    chunk = hit.chunk
-    return {
-        "rank": rank,
-        "score": round(hit.score, 6),
-        "chunk_id": chunk.chunk_id,
-        "source": chunk.source,
-        "title": chunk.title,
-        "position": chunk.position,
-        "text": chunk.text,
-        "metadata": chunk.metadata,
-        "vector_rank": hit.vector_rank,
-        "text_rank": hit.text_rank,
-    }
+class Hit(BaseModel):
+    """One ranked chunk: the hit JSON of ``search --json`` and of the MCP ``search`` tool."""
+
+    rank: int = Field(description="1-based position in this answer.")
+    score: float = Field(description="Fused score (cosine or BM25 for a one-signal search).")
+    chunk_id: str
+    source: str | None
+    title: str | None = Field(description="Heading breadcrumb, or None.")
+    position: int | None
+    text: str = Field(description="The whole chunk text.")
+    metadata: dict[str, Any]
+    vector_rank: int | None = Field(description="Rank by vector similarity; None if unranked.")
+    text_rank: int | None = Field(description="Rank by BM25; None if the words did not match.")
+
+    @classmethod
+    def of(cls, rank: int, hit: SearchResult) -> Hit:
+        chunk = hit.chunk
+        return cls(
+            rank=rank,
+            score=round(hit.score, 6),
+            chunk_id=chunk.chunk_id,
+            source=chunk.source,
+            title=chunk.title,
+            position=chunk.position,
+            text=chunk.text,
+            metadata=chunk.metadata,
+            vector_rank=hit.vector_rank,
+            text_rank=hit.text_rank,
+        )
+
+
+class SearchOutput(BaseModel):
+    """A search's answer: the query and its hits, best first."""
+
+    query: str
+    results: list[Hit]
 
 
 def search_record(query: str, hits: list[SearchResult]) -> dict[str, Any]:
-    return {"query": query, "results": [hit_record(i, hit) for i, hit in enumerate(hits, 1)]}
+    """The hit JSON of a search, as a plain dict."""
+    results = [Hit.of(rank, hit) for rank, hit in enumerate(hits, 1)]
+    return SearchOutput(query=query, results=results).model_dump(mode="json")
 
 
 def hits_as_text(hits: list[SearchResult], full_text: bool) -> str:
@@ -86,8 +111,8 @@ def summary_as_text(summary: IndexSummary) -> str:
         f" {summary.chunks_unchanged} unchanged, {summary.chunks_embedded} embedded,"
         f" {summary.chunks_pruned} pruned",
     ]
-    for label, problems in (("skipped", summary.skipped), ("failed", summary.failed)):
-        lines += [f"  {label}: {problem.source}: {problem.reason}" for problem in problems]
+    # Each skipped or failed file was already reported on stderr as it happened (--json
+    # lists them too); the summary counts them rather than list them twice.
     return "\n".join(lines)
 
 
@@ -138,9 +163,11 @@ def image_manifest_as_text(reference: str, image: ImageManifest) -> str:
 
 
 def evaluation_as_text(reports: dict[str, ModeReport]) -> str:
+    judged = next(iter(reports.values())).queries if reports else 0
     lines = [
+        f"{judged} judged queries",
         f"{'mode':8} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'MRR@10':>7}"
-        f" {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}"
+        f" {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}",
     ]
     for mode, report in reports.items():
         latency = report.latency_ms

@@ -19,10 +19,23 @@ from .filters import compile_filter
 from .models import Chunk
 from .ranking_sql import validate_fragment
 
-# Okapi BM25 as Lucene >= 8 scores it: idf = ln(1 + (N - df + 0.5) / (df + 0.5)),
-# term weight tf / (tf + k1 * (1 - b + b * length / average_length)).
+# Okapi BM25 as Lucene >= 8 scores it: a chunk's score is the sum over query terms of
+# idf * term weight. Both are written once, as SQL, for the SQL path and for the in-memory
+# index's load alike.
 BM25_K1 = 1.5  # Lucene's default is 1.2; 1.5 scored best on SciFact train
 BM25_B = 0.75
+
+
+def bm25_idf_sql(df: str, documents: str) -> str:
+    """idf = ln(1 + (N - df + 0.5) / (df + 0.5)), over SQL expressions for df and N."""
+    return f"ln(1 + ({documents} - {df} + 0.5) / ({df} + 0.5))"
+
+
+def bm25_weight_sql(tf: str, length: str, average: str, k1: str, b: str) -> str:
+    """The term weight tf / (tf + k1 * (1 - b + b * length / average_length))."""
+    return f"{tf} / ({tf} + {k1} * (1 - {b} + {b} * {length} / {average}))"
+
+
 CHUNK_COLUMNS = "chunk_id, text, source, position, title, metadata, etag, stamped_at"
 # Scores closer than this (relative to the larger, at least 1) are a tie, and ties are ordered by
 # key, the order chunks were first written. DuckDB and numpy sum float32 products in different
@@ -155,9 +168,8 @@ class SqlSearcher:
                 WHERE term IN (SELECT unnest($1::VARCHAR[])) GROUP BY term),
             scored AS (
                 SELECT p.key,
-                    sum(ln(1 + (s.documents - f.df + 0.5) / (f.df + 0.5))
-                        * p.tf
-                        / (p.tf + $2 * (1 - $3 + $3 * c.token_count / s.average_length))
+                    sum({bm25_idf_sql("f.df", "s.documents")}
+                        * {bm25_weight_sql("p.tf", "c.token_count", "s.average_length", "$2", "$3")}
                     ) AS score
                 FROM postings p
                 JOIN frequencies f USING (term)
@@ -217,9 +229,10 @@ def tie_order(keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
     if len(by_score) < 2:
         return by_score
     ordered = scores[by_score]
-    drops = ordered[:-1] - ordered[1:]
-    limits = TIE_TOLERANCE * np.maximum(np.abs(ordered[:-1]), 1.0)
-    runs = np.concatenate([[0], np.cumsum(drops > limits)])
+    apart = ordered[:-1] - ordered[1:] > TIE_TOLERANCE * np.maximum(np.abs(ordered[:-1]), 1.0)
+    if apart.all():  # no near-ties (the usual case): the score order stands
+        return by_score
+    runs = np.concatenate([[0], np.cumsum(apart)])
     return by_score[np.lexsort((keys[by_score], runs))]
 
 

@@ -58,7 +58,8 @@ from .search import (
 from .tokenizer import TOKENIZER_NAME, tokenize
 from .writes import WriteStats
 
-MAX_TOP_K = 10_000
+# The most results one call returns (a guard against a runaway top_k, not a tuning knob).
+MAX_RESULTS = 10_000
 # Chunks embedded and written together. Each batch costs a dozen statements and a pipeline step;
 # indexing the DuckDB docs was 3.5% faster with 1,024 than with 512, and no faster with 2,048.
 WRITE_BATCH = 1024
@@ -362,8 +363,8 @@ class VectorStore:
         self, limit: int = 100, next_token: str | None = None, *, return_data: bool = False
     ) -> VectorPage:
         """One page of chunks in id order; pass the page's ``next_token`` to get the next."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOP_K:
-            raise ValueError(f"limit must be an integer from 1 to {MAX_TOP_K}, got {limit!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RESULTS:
+            raise ValueError(f"limit must be an integer from 1 to {MAX_RESULTS}, got {limit!r}")
         after = _decode_token(next_token) if next_token else None
         with self._lock:
             if not has_table(self._connection, "chunks"):
@@ -767,8 +768,8 @@ def _checked_ids(keys: Sequence[str]) -> list[str]:
 
 
 def _check_top_k(top_k: int) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-        raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_RESULTS:
+        raise ValueError(f"top_k must be an integer from 1 to {MAX_RESULTS}, got {top_k!r}")
 
 
 def _encode_token(chunk_id: str) -> str:

@@ -3,32 +3,56 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from duckdb_vectors import VectorStore
+from duckdb_vectors import DuckDBVectorsError, VectorStore, get_embedder
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", REPOSITORY.parent / "shared"))
 MODELS = SHARED / "models"
-STATIC_MODEL = MODELS / "static-256-wordllama"
 ONNX_MODEL = MODELS / "onnx-minilm-l6-v2-int8"
 EVALDATA = SHARED / "evaldata"
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 
-# The hub is unreachable here: never let a test wait ~40 s on download retries.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 for variable in [name for name in os.environ if name.startswith("DUCKDB_VECTORS_")]:
     if variable != "DUCKDB_VECTORS_SHARED":
         del os.environ[variable]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if not STATIC_MODEL.is_dir():
-        raise pytest.UsageError(
-            f"model files not found at {STATIC_MODEL}; set DUCKDB_VECTORS_SHARED"
-        )
+def _static_model(local: Path) -> Path:
+    """The default model's files: the local copy in shared/ (machines that cannot reach the
+    hub, CI among them), else the copy fastembed downloads, as a user's first run would."""
+    if local.is_dir():
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing else may wait on the network
+        return local
+    try:
+        return get_embedder(DEFAULT_BACKEND).model_directory()
+    except DuckDBVectorsError:
+        return local  # missing: the tests that need it are skipped, saying so
+
+
+STATIC_MODEL = _static_model(MODELS / "static-256-wordllama")
+# What a test module (or a fixture) needs from shared/ and the hub, and where it would be.
+RESOURCES = {"STATIC_MODEL": STATIC_MODEL, "ONNX_MODEL": ONNX_MODEL, "EVALDATA": EVALDATA}
+MODEL_FIXTURES = {"store", "filled_store"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip, with the reason, each test whose model or data is not on this machine."""
+    missing = {name: path for name, path in RESOURCES.items() if not path.exists()}
+    for item in items:
+        needed = {name for name in missing if name in vars(item.module)}
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and "STATIC_MODEL" in missing:
+            needed.add("STATIC_MODEL")
+        if needed:
+            paths = ", ".join(str(missing[name]) for name in sorted(needed))
+            reason = f"needs {paths} (set DUCKDB_VECTORS_SHARED; the model can also download)"
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture
@@ -68,3 +92,19 @@ def filled_store(store: VectorStore) -> VectorStore:
         sources=[f"docs/{i // 2}.md" for i in range(len(INTRO_TEXTS))],
     )
     return store
+
+
+def start_killed_run(
+    db_path: Path, folder: Path, marker: Path, midway: int, timeout: float = 120
+) -> subprocess.Popen:
+    """Start tests/killed_run.py and return once it is midway (``marker`` written), still
+    running, ready for the caller's SIGKILL."""
+    script = Path(__file__).with_name("killed_run.py")
+    arguments = [db_path, folder, marker, STATIC_MODEL, midway, DEFAULT_BACKEND]
+    process = subprocess.Popen([sys.executable, str(script), *map(str, arguments)])
+    deadline = time.monotonic() + timeout
+    while not marker.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.02)
+    assert marker.exists(), "the indexer never got midway"
+    assert process.poll() is None, "the indexer finished before the kill"
+    return process

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -255,3 +257,40 @@ def test_a_failed_first_run_leaves_no_index_and_an_empty_index_says_so(tmp_path:
         f"Error: {db} is empty: index documents into it first (duckdb-vectors index FOLDER"
         f" --db {db})"
     )
+
+
+def test_files_are_reported_once_and_never_onto_the_progress_bar(tmp_path: Path) -> None:
+    """On a terminal the bar is redrawn below each warning; the summary counts, not lists."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("a.md", "c.md"):
+        (docs / name).write_text(f"# {name}\n\nsome text\n")
+    (docs / "b.md").write_bytes(b"\x00binary")
+    terminal, stderr_end = pty.openpty()
+    rows_columns = struct.pack("HHHH", 24, 100, 0, 0)  # a terminal has a size; tqdm reads it
+    fcntl.ioctl(stderr_end, termios.TIOCSWINSZ, rows_columns)
+    environment = {**os.environ, "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL)}
+    result = subprocess.run(
+        [SCRIPT, "index", str(docs), "--db", str(tmp_path / "x.duckdb")],
+        stdout=subprocess.PIPE,
+        stderr=stderr_end,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    os.close(stderr_end)
+    drawn = b""
+    with contextlib.suppress(OSError):  # the pty reports EIO once it is drained
+        while chunk := os.read(terminal, 65536):
+            drawn += chunk
+    os.close(terminal)
+    segments = re.split(r"[\r\n]+", drawn.decode(errors="replace"))
+    warnings = [segment for segment in segments if "b.md: skipped" in segment]
+    assert warnings and not any("indexing" in segment for segment in warnings)
+    assert any("indexing" in segment for segment in segments)  # the bar was drawn
+    assert "b.md" not in result.stdout and "1 skipped" in result.stdout

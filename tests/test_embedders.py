@@ -87,6 +87,30 @@ def test_a_missing_model_offline_fails_fast_with_a_hint(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
 
 
+def test_an_unreachable_hub_fails_at_once_without_hf_hub_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No HF_HUB_OFFLINE, and the hub's host refuses (a closed port on this machine): the
+    load fails at once, saying why, instead of retrying the network for ~40 s."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    embedder = get_embedder(DEFAULT_BACKEND, cache_dir=tmp_path / "empty-cache")
+    with pytest.raises(EmbedderError) as raised:
+        embedder.embed(["x"])
+    assert "it is not cached and the Hugging Face hub cannot be reached" in str(raised.value)
+    assert ".;" not in str(raised.value)
+
+
+def test_a_model_folder_of_another_model_names_the_missing_file() -> None:
+    embedder = get_embedder(DEFAULT_BACKEND, model_path=ONNX_MODEL)  # a transformer's files
+    with pytest.raises(EmbedderError) as raised:
+        embedder.embed(["x"])
+    message = str(raised.value)
+    assert f"{ONNX_MODEL} does not hold the model files of {DEFAULT_BACKEND}" in message
+    assert "model.safetensors is missing" in message
+    assert "set DUCKDB_VECTORS_MODEL_PATH" not in message
+
+
 def test_a_model_path_that_is_not_a_directory(tmp_path: Path) -> None:
     with pytest.raises(EmbedderError, match="not a directory"):
         get_embedder(DEFAULT_BACKEND, model_path=tmp_path / "nowhere").embed(["x"])

@@ -87,3 +87,25 @@ def test_eval_command_json(xquad_index: Path) -> None:
 def test_eval_command_refuses_unknown_modes(xquad_index: Path) -> None:
     result = run_eval(xquad_index, "--modes", "hybrid,magic")
     assert result.returncode == 2 and "unknown mode ['magic']" in result.stderr
+
+
+def test_eval_reports_how_many_queries_were_judged(xquad_index: Path) -> None:
+    result = run_eval(xquad_index, "--modes", "text", "--json")
+    judged = len(load_qrels(XQUAD_EN / "qrels" / "test.tsv"))
+    assert json.loads(result.stdout)["text"]["queries"] == judged
+    assert run_eval(xquad_index, "--modes", "text").stdout.startswith(f"{judged} judged queries")
+
+
+def test_eval_with_no_query_in_both_files_says_so(xquad_index: Path, tmp_path: Path) -> None:
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"_id": "other-1", "text": "a question"}\n')
+    result = run_eval(xquad_index, "--queries", str(queries))
+    assert result.returncode == 2
+    assert result.stderr.startswith("Error: no query id is in both files: --qrels judges")
+    assert "'other-1'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_eval_whose_corpus_ids_name_nothing_in_the_index_says_so(xquad_index: Path) -> None:
+    result = run_eval(xquad_index, "--by", "source")  # the XQuAD index has ids, not sources
+    assert result.returncode == 2
+    assert "is a source in the index" in result.stderr and "try --by chunk_id" in result.stderr

@@ -5,14 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL, start_killed_run
 
 from duckdb_vectors import VectorStore, chunkers, index_folder
 from duckdb_vectors.chunkers import default_chunker
@@ -263,51 +260,13 @@ def test_ctrl_c_midway_leaves_the_previous_index(docs: Path, db_path: Path) -> N
         assert "retried three times" in store.query("retries", top_k=1)[0].chunk.text
 
 
-KILLED_RUN = """
-import sys, time
-from pathlib import Path
-from duckdb_vectors import VectorStore, index_folder
-from duckdb_vectors.chunkers import default_chunker
-
-composite, seen = default_chunker(), []
-
-class Slow:
-    def chunk_bytes(self, data, source):
-        seen.append(source)
-        if len(seen) == 60:
-            Path(sys.argv[3]).write_text("midway")
-        if len(seen) > 60:
-            time.sleep(0.05)
-        return composite.chunk_bytes(data, source)
-
-store = VectorStore(sys.argv[1], model_path=sys.argv[4])
-index_folder(store, sys.argv[2], chunker=Slow())
-"""
-
-
 @pytest.mark.slow
 def test_killing_the_indexer_midway_keeps_the_old_index(docs: Path, tmp_path: Path) -> None:
     db_path = tmp_path / "killed.duckdb"
     with open_store(db_path) as store:
         index_folder(store, docs)
         before = (store.count(), store.manifest.content_hash)
-    marker = tmp_path / "midway"
-    script = tmp_path / "killed_run.py"
-    script.write_text(KILLED_RUN)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(script),
-            str(db_path),
-            str(DUCKDB_DOCS),
-            str(marker),
-            str(STATIC_MODEL),
-        ]
-    )
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    assert marker.exists(), "the indexer never got midway"
+    process = start_killed_run(db_path, DUCKDB_DOCS, tmp_path / "midway", midway=60)
     process.send_signal(signal.SIGKILL)
     process.wait()
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL, start_killed_run
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import DuckDBVectorsError, VectorStore, index_folder
@@ -40,27 +40,6 @@ QUERIES = [
 ]
 FOLDER_FILES = 150  # a spread-out subset of the DuckDB docs keeps every run about a second
 BASELINE_FILES = 20
-
-KILLED_RUN = """
-import sys, time
-from pathlib import Path
-from duckdb_vectors import VectorStore, index_folder
-from duckdb_vectors.chunkers import default_chunker
-
-composite, seen, midway = default_chunker(), [], int(sys.argv[5])
-
-class Slow:
-    def chunk_bytes(self, data, source):
-        seen.append(source)
-        if len(seen) == midway:
-            Path(sys.argv[3]).write_text("midway")
-        if len(seen) > midway:
-            time.sleep(0.05)
-        return composite.chunk_bytes(data, source)
-
-store = VectorStore(sys.argv[1], sys.argv[6], model_path=sys.argv[4])
-index_folder(store, sys.argv[2], chunker=Slow())
-"""
 
 SDK_READER = """
 import json, sys, time
@@ -129,15 +108,7 @@ def test_kill_9_midway_keeps_the_old_index_and_the_next_run_completes_it(
     shutil.copyfile(corpus["baseline"], db_path)
     with open_store(corpus["baseline"], read_only=True) as store:
         before = state(store)
-    marker, script = tmp_path / "midway", tmp_path / "killed_run.py"
-    script.write_text(KILLED_RUN)
-    arguments = [db_path, corpus["folder"], marker, STATIC_MODEL, midway, DEFAULT_BACKEND]
-    process = subprocess.Popen([sys.executable, str(script), *map(str, arguments)])
-    deadline = time.monotonic() + 30
-    while not marker.exists() and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.02)
-    assert marker.exists(), "the indexer never got midway"
-    assert process.poll() is None, "the indexer finished before the kill"
+    process = start_killed_run(db_path, corpus["folder"], tmp_path / "midway", midway)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
 

@@ -49,7 +49,7 @@ QUERIES = [
 
 
 def searchers(store: VectorStore) -> tuple[MemoryIndex, SqlSearcher]:
-    return MemoryIndex.load(store._connection), SqlSearcher(store._connection, 256)
+    return MemoryIndex.load(store.connection), SqlSearcher(store.connection, 256)
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_bm25_scores_agree_with_bm25s_on_the_same_tokens(scifact_store: VectorSt
     reference.index(corpus, show_progress=False)
     memory, sql = searchers(scifact_store)
     id_of_key = dict(
-        scifact_store._connection.execute("SELECT key, chunk_id FROM chunks").fetchall()
+        scifact_store.connection.execute("SELECT key, chunk_id FROM chunks").fetchall()
     )
     position = {d["_id"]: i for i, d in enumerate(documents)}
     for query in QUERIES:

@@ -159,14 +159,14 @@ class RecordsThreads(FailsOnPoison):
 def test_duckdb_gives_a_long_write_s_embedder_a_thread_and_takes_it_back(db_path: Path) -> None:
     embedder = RecordsThreads()
     with VectorStore(db_path, embedder=embedder) as store:
-        store._connection.execute("SET threads = 4")
-        embedder.cursor = store._connection.cursor()
+        store.connection.execute("SET threads = 4")
+        embedder.cursor = store.connection.cursor()
         store.add_texts([f"text {i}" for i in range(2 * WRITE_BATCH)])
         assert embedder.seen == [4, 3]  # the first batch is embedded before any writing
-        assert store._connection.execute(THREADS).fetchall() == [(4,)]
+        assert store.connection.execute(THREADS).fetchall() == [(4,)]
         with pytest.raises(RuntimeError, match="the embedding service failed"):
             store.add_texts([f"more {i}" for i in range(WRITE_BATCH)] + ["poison"])
-        assert store._connection.execute(THREADS).fetchall() == [(4,)]
+        assert store.connection.execute(THREADS).fetchall() == [(4,)]
         embedder.cursor.close()
 
 
@@ -176,14 +176,14 @@ def test_threads_come_back_after_a_write_conflict_aborts_the_transaction(db_path
         VectorStore(db_path, embedder=HashingEmbedder()) as first,
         VectorStore(db_path, embedder=HashingEmbedder()) as second,
     ):
-        first._connection.execute("SET threads = 4")
+        first.connection.execute("SET threads = 4")
         first.add_texts(["one"], ids=["k"])
         fillers = [f"filler {i}" for i in range(WRITE_BATCH)]
         with pytest.raises(duckdb.TransactionException, match="Conflict"), first.transaction():
             first.count()
             second.add_texts(["two"], ids=["k"])
             first.add_texts(["three", *fillers], ids=["k", *fillers])
-        assert first._connection.execute(THREADS).fetchall() == [(4,)]
+        assert first.connection.execute(THREADS).fetchall() == [(4,)]
         assert [chunk.text for chunk in second.get_vectors(["k"])] == ["two"]
 
 
@@ -227,13 +227,13 @@ def test_a_chunk_iterator_may_write_to_the_store_it_feeds(db_path: Path) -> None
 
 def test_overlapping_writes_reserve_threads_once(db_path: Path) -> None:
     with VectorStore(db_path, embedder=HashingEmbedder()) as store:
-        store._connection.execute("SET threads = 4")
-        other = store._connection.cursor()
-        with threads_reserved(store._connection, 1):
+        store.connection.execute("SET threads = 4")
+        other = store.connection.cursor()
+        with threads_reserved(store.connection, 1):
             with threads_reserved(other, 1):
                 assert other.execute(THREADS).fetchall() == [(3,)]
-            assert store._connection.execute(THREADS).fetchall() == [(3,)]
-        assert store._connection.execute(THREADS).fetchall() == [(4,)]
+            assert store.connection.execute(THREADS).fetchall() == [(3,)]
+        assert store.connection.execute(THREADS).fetchall() == [(4,)]
         other.close()
 
 

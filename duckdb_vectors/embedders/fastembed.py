@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import socket
 import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -26,6 +29,7 @@ _TRANSFORMER_BATCH = 16
 # indexing, took the core that chunking and writing need: documents are embedded with one
 # BLAS thread (bench/index_throughput.py). The limit is process-wide while it lasts.
 _BLAS = ThreadpoolController()
+logger = logging.getLogger(__name__)
 _OFFLINE_HINT = (
     "set DUCKDB_VECTORS_MODEL_PATH (or model_path=) to a local copy of the model, "
     "or allow network access so it can be downloaded"
@@ -87,19 +91,74 @@ class FastEmbedEmbedder(BaseEmbedder):
     def _load(self) -> Any:
         TextEmbedding = _import_fastembed()  # imported late: it costs ~0.4 s
 
-        if self.model_path is not None and not Path(self.model_path).is_dir():
-            raise EmbedderError(f"model path {self.model_path} is not a directory")
+        if self.model_path is not None:
+            return self._load_local(TextEmbedding, Path(self.model_path))
+        # Offline, fastembed retries the hub for ~40 s before it gives up: when the hub cannot
+        # be reached, only the local cache is tried, and a miss fails at once.
+        offline = hub_unreachable()
+        if not offline and not self._cached():
+            logger.warning(
+                "downloading model %s from the Hugging Face hub (once; set"
+                " DUCKDB_VECTORS_MODEL_PATH to use a local copy instead)",
+                self.model_name,
+            )
         try:
             return TextEmbedding(
                 self.model_name,
                 cache_dir=str(self.cache_dir) if self.cache_dir else None,
-                specific_model_path=str(self.model_path) if self.model_path else None,
+                local_files_only=offline,
             )
         except Exception as error:  # fastembed raises bare ValueError/OSError/HF errors
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
+            where = (
+                "it is not cached and the Hugging Face hub cannot be reached"
+                if offline
+                else _reason(error)
+            )
             raise EmbedderError(
-                f"cannot load model '{self.model_name}' for {self.spec}: {reason}; {_OFFLINE_HINT}"
+                f"cannot load model {self.model_name} for {self.spec}: {where}; {_OFFLINE_HINT}"
             ) from error
+
+    def _cached(self) -> bool:
+        """Whether fastembed's cache seems to hold the model (a folder named after it)."""
+        from fastembed.common.utils import define_cache_dir
+
+        name = self.model_name.rsplit("/", 1)[-1].lower()
+        cache = define_cache_dir(str(self.cache_dir) if self.cache_dir else None)
+        return any(name in entry.name.lower() for entry in cache.iterdir())
+
+    def _load_local(self, text_embedding: Any, folder: Path) -> Any:
+        if not folder.is_dir():
+            raise EmbedderError(f"model path {folder} is not a directory")
+        try:
+            return text_embedding(self.model_name, specific_model_path=str(folder))
+        except FileNotFoundError as error:
+            missing = Path(error.filename or "?").name
+            raise EmbedderError(
+                f"{folder} does not hold the model files of {self.spec}: {missing} is missing;"
+                " point --model-path (DUCKDB_VECTORS_MODEL_PATH) at a folder of that model"
+            ) from error
+        except Exception as error:
+            raise EmbedderError(
+                f"cannot load model {self.model_name} from {folder}: {_reason(error)}"
+            ) from error
+
+
+def hub_unreachable(timeout: float = 3.0) -> bool:
+    """Whether downloads cannot work: HF_HUB_OFFLINE is set, or the hub's host does not answer."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+        return True
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        with socket.create_connection((endpoint.hostname or "", port), timeout=timeout):
+            return False
+    except OSError:
+        return True
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0].rstrip(".") if text else type(error).__name__
 
 
 class HuggingFaceEmbedder(FastEmbedEmbedder):
