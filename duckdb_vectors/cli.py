@@ -331,6 +331,7 @@ Examples:
 )
 @click.option("--base-image", default=DEFAULT_BASE_IMAGE, show_default=True)
 @click.option("--platform", help="Target platform, e.g. linux/arm64, where the engine can.")
+@click.option("--no-cache", is_flag=True, help="Build every stage again, the toolkit too.")
 @json_option
 def bake(
     docs: Path,
@@ -341,6 +342,7 @@ def bake(
     verify: bool,
     base_image: str,
     platform: str | None,
+    no_cache: bool,
     as_json: bool,
 ) -> None:
     """Bake the documents in DOCS into a verified index image: build, label, check, tag."""
@@ -358,6 +360,7 @@ def bake(
             verify=verify,
             base_image=base_image,
             platform=platform,
+            no_cache=no_cache,
         )
     except BuildError as error:  # the step's last lines, then the one-line error
         click.echo("\n".join(f"  | {line}" for line in error.log_tail), err=True)

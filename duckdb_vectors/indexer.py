@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from . import chunkers
+from . import chunkers, documents
 from .chunkers import (
     BinaryChunker,
     Chunker,
@@ -31,11 +31,9 @@ from .chunkers import (
     decode_text,
     default_chunker,
 )
-from .db import column, registered
 from .errors import DuckDBVectorsError
 from .models import Chunk
 from .progress import StatusLine
-from .schema import has_table
 from .store import VectorStore, WriteStats
 
 DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as --max-file-size counts them
@@ -83,15 +81,6 @@ class _Entry:
     source: str
     path: Path
     problem: str | None = None
-
-
-@dataclass(frozen=True)
-class _Document:
-    source: str
-    content_hash: str
-    mime_type: str
-    size: int
-    chunk_count: int
 
 
 class _WarningCollector(logging.Handler):
@@ -194,9 +183,9 @@ class _Run:
         self.source_prefix = source_prefix
         self.stamp = datetime.now(UTC)
         self.chunker_key = _chunker_key(chunker)
-        self.known = _known_documents(store, source_prefix)
+        self.known = documents.known(store.connection, source_prefix)
         self.keep: list[str] = []  # sources whose stored chunks stay as they are
-        self.documents: list[_Document] = []
+        self.documents: list[documents.Document] = []
 
     def add(self, entry: _Entry) -> list[Chunk]:
         """The chunks to write for a file: none if it is unchanged or cannot be indexed."""
@@ -236,15 +225,15 @@ class _Run:
             self.summary.files_new += 1
         mime_type = _mime_type(self.chunker, entry.source, data)
         self.documents.append(
-            _Document(entry.source, content_hash, mime_type, len(data), len(chunks))
+            documents.Document(entry.source, content_hash, mime_type, len(data), len(chunks))
         )
         return chunks
 
     def finish(self) -> None:
         self.store.restamp(self.keep, self.stamp)
         self.summary.chunks_pruned = self.store.prune(self.source_prefix, self.stamp)
-        _record_documents(self.store, self.documents, self.chunker_key, self.stamp)
-        _forget_documents(self.store, self.source_prefix)
+        documents.record(self.store.connection, self.documents, self.chunker_key, self.stamp)
+        documents.forget_orphans(self.store.connection, self.source_prefix)
 
     def _problem(self, source: str, reason: str, *, skipped: bool, keep: bool) -> None:
         """Report a file once; ``keep`` leaves its previously indexed chunks in place."""
@@ -365,50 +354,6 @@ def _chunker_key(chunker: Chunker | BinaryChunker) -> str:
     # Dataclass chunkers repr their settings, so changing e.g. max_chars re-chunks every file.
     key = f"{chunkers.CHUNKING_VERSION}:{chunker!r}"
     return hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def _known_documents(store: VectorStore, prefix: str) -> dict[str, tuple[str, str]]:
-    """Indexed files whose chunks are all still in the index, with their hash and chunker."""
-    if not has_table(store.connection, "chunks"):
-        return {}
-    rows = store.connection.execute(
-        "SELECT d.source, d.content_hash, d.chunker FROM documents d"
-        " JOIN (SELECT source, count(*) AS stored FROM chunks GROUP BY source) c USING (source)"
-        " WHERE starts_with(d.source, $1) AND c.stored = d.chunk_count",
-        [prefix],
-    ).fetchall()
-    return {source: (content_hash, chunker) for source, content_hash, chunker in rows}
-
-
-def _record_documents(
-    store: VectorStore, documents: list[_Document], chunker_key: str, stamp: datetime
-) -> None:
-    if not documents:
-        return
-    rows = {
-        "source": column([d.source for d in documents]),
-        "content_hash": column([d.content_hash for d in documents]),
-        "mime_type": column([d.mime_type for d in documents]),
-        "size": column([d.size for d in documents], "int64"),
-        "chunk_count": column([d.chunk_count for d in documents], "int32"),
-    }
-    with registered(store.connection, "indexed_documents", rows):
-        store.connection.execute(
-            "INSERT OR REPLACE INTO documents SELECT source, content_hash, $1, mime_type, size,"
-            " chunk_count, $2 FROM indexed_documents",
-            [chunker_key, stamp],
-        )
-
-
-def _forget_documents(store: VectorStore, prefix: str) -> None:
-    """Drop document rows whose chunks are all gone (pruned, emptied, or skipped now)."""
-    if not has_table(store.connection, "chunks"):
-        return
-    store.connection.execute(
-        "DELETE FROM documents WHERE starts_with(source, $1)"
-        " AND source NOT IN (SELECT DISTINCT source FROM chunks WHERE source IS NOT NULL)",
-        [prefix],
-    )
 
 
 def _progress(entries: list[_Entry], enabled: bool | None) -> Iterator[_Entry]:

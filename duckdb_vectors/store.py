@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from . import rows, writes
+from . import documents, rows, writes
 from .config import DEFAULT_BACKEND, FusionSettings, Settings
 from .db import (
     Transaction,
@@ -627,6 +627,8 @@ class VectorStore:
     def _delete_keys(self, keys: np.ndarray) -> None:
         self._memory = None
         writes.delete_keys(self._connection, keys)
+        if len(keys):
+            documents.forget_orphans(self._connection)
 
     def _refresh_manifest(self) -> None:
         self._memory = None

@@ -48,6 +48,7 @@ PREFIX = os.environ.get("DUCKDB_VECTORS_TEST_IMAGE", "duckdb-vectors-test")
 BAKED = f"{PREFIX}-baked"
 REBAKED = f"{PREFIX}-rebaked"
 PLAIN = f"{PREFIX}-plain"
+TOOLKIT = f"{PREFIX}-toolkit"
 HARDENED = ["--network", "none", "--read-only", "--user", "65534", "--cap-drop", "ALL"]
 
 
@@ -206,12 +207,15 @@ def test_a_rebake_after_one_change_reuses_the_toolkit_layers(
             "--tag",
             REBAKED,
             "--json",
+            "--no-verify",
             cwd=tmp_path,
             DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
         )
         assert result.returncode == 0, result.stderr[-3000:]
         rebaked = json.loads(result.stdout)
         assert rebaked["content_hash"] != baked["content_hash"]
+        assert (rebaked["verified"], rebaked["cold_search_seconds"]) == (False, None)
+        assert "verifying" not in result.stderr
         engine = docker.from_env()
         layers = [engine.images.get(tag).attrs["RootFS"]["Layers"] for tag in (BAKED, REBAKED)]
         shared = [a for a, b in zip(*layers, strict=True) if a == b]
@@ -421,6 +425,15 @@ def test_the_plain_docker_build_needs_no_toolkit_image(tmp_path: Path) -> None:
         docker_cli(*build, "--build-arg", "DOCS=examples/docs", "-t", PLAIN, ".")
         result = docker_cli("run", "--rm", *HARDENED, PLAIN, "search", "E408", "--top-k", "1")
         assert "error code E408" in result.stdout
+        # A prebuilt toolkit image (Dockerfile.builder) is reused through BUILDER_IMAGE.
+        model = ["--build-arg", "MODEL_DIR=.build/test-model"]
+        docker_cli("build", "--force-rm", "-f", "Dockerfile.builder", *model, "-t", TOOLKIT, ".")
+        reused = docker_cli(
+            *build, "--build-arg", f"BUILDER_IMAGE={TOOLKIT}", "-t", f"{PLAIN}-reuse", "."
+        )
+        assert "toolkit: using the one already in this image" in reused.stdout + reused.stderr
+        answer = docker_cli("run", "--rm", *HARDENED, f"{PLAIN}-reuse", "search", "E408")
+        assert "error code E408" in answer.stdout
         # The same build on a folder with nothing to index fails at the index step, clearly.
         empty = REPOSITORY / ".build" / "empty-docs"
         empty.mkdir(parents=True, exist_ok=True)
@@ -438,7 +451,7 @@ def test_the_plain_docker_build_needs_no_toolkit_image(tmp_path: Path) -> None:
         assert "nothing was indexed from /docs" in failed.stdout + failed.stderr
         assert not image_exists(f"{PLAIN}-empty")
     finally:
-        remove_images(PLAIN, f"{PLAIN}-empty")
+        remove_images(PLAIN, f"{PLAIN}-empty", f"{PLAIN}-reuse", TOOLKIT)
         shutil.rmtree(REPOSITORY / ".build", ignore_errors=True)
 
 

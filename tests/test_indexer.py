@@ -146,6 +146,22 @@ def test_deleting_a_file_removes_its_chunks(docs: Path, db_path: Path) -> None:
         assert "faq/auth.md" not in store.sources()
 
 
+def test_chunks_deleted_through_the_api_come_back_on_the_next_run(
+    docs: Path, db_path: Path
+) -> None:
+    """Deleting a file's chunks also forgets the file, so indexing restores it."""
+    recorded = "SELECT source FROM documents ORDER BY source"
+    with open_store(db_path) as store:
+        index_folder(store, docs)
+        store.delete_vectors(["faq/auth.md#0"])
+        assert ("faq/auth.md",) not in store.connection.execute(recorded).fetchall()
+        store.delete_where(where="source = 'notes.txt'")
+        assert store.connection.execute(recorded).fetchall() == [("guide.md",)]
+        summary = index_folder(store, docs)
+        assert (summary.files_new, summary.files_unchanged) == (2, 1)
+        assert set(store.sources()) == {"guide.md", "faq/auth.md", "notes.txt"}
+
+
 def test_a_file_that_got_shorter_loses_its_tail_chunks(docs: Path, db_path: Path) -> None:
     with open_store(db_path) as store:
         index_folder(store, docs)

@@ -81,6 +81,7 @@ def bake(
     verify: bool = True,
     base_image: str = DEFAULT_BASE_IMAGE,
     platform: str | None = None,
+    no_cache: bool = False,
     status: StatusLine | None = None,
 ) -> BakeSummary:
     """Bake the documents in ``docs`` into an image tagged ``tag``.
@@ -105,6 +106,7 @@ def bake(
             dockerfile=RUNTIME_DOCKERFILE,
             buildargs=context.buildargs | {"BACKEND": backend, "PYTHON_IMAGE": base_image},
             platform=platform,
+            no_cache=no_cache,
             status=status,
         )
     finally:

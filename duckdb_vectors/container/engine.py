@@ -85,6 +85,7 @@ def build(
     buildargs: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
     platform: str | None = None,
+    no_cache: bool = False,
     status: StatusLine | None = None,
 ) -> str:
     """Build from a tar context; the new image's id. Progress goes to ``status``."""
@@ -96,6 +97,7 @@ def build(
             buildargs=buildargs,
             labels=labels,
             platform=platform,
+            nocache=no_cache,
             rm=True,
             forcerm=True,
             decode=True,
