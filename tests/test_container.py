@@ -183,6 +183,22 @@ def test_inspect_reads_the_manifest_from_labels_alone(image: str, installed: Pat
     assert "chunks      9" in text and "sources     4" in text
 
 
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        ("python:3.12-slim", "carries no duckdb-vectors manifest labels"),
+        (f"{PREFIX}-never-built", "no image"),
+    ],
+)
+def test_inspect_of_an_image_without_a_manifest_says_so(
+    installed: Path, image: str, message: str
+) -> None:
+    result = run_installed(installed, "inspect", image, cwd=installed)
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: ") and message in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
 def test_the_content_hash_label_matches_an_index_built_on_the_host(
     image: str, docs: Path, tmp_path: Path
 ) -> None:
@@ -243,12 +259,14 @@ def test_the_runtime_image_carries_only_what_serving_needs(image: str) -> None:
     listing = shell(
         image,
         "ls /app; command -v gcc cc pip || true; ls /docs /src 2>&1 || true;"
-        " find / -xdev -name '*.duckdb.wal' 2>/dev/null; id -u",
+        " find / -xdev -name '*.duckdb.wal' 2>/dev/null; id -u;"
+        " ls -d /opt/venv/lib/python3*/site-packages/docker 2>/dev/null || true",
     ).split()
     assert listing[:3] == ["index-summary.json", "manifest.json", "vectors.duckdb"]
     assert "/usr/bin/gcc" not in listing and not any(p.endswith("/pip") for p in listing)
     assert "10001" in listing  # not root
     assert not any(p.endswith(".wal") for p in listing)
+    assert not any(p.endswith("site-packages/docker") for p in listing)  # bake runs on the host
 
 
 def test_mcp_over_docker_run_i(image: str) -> None:
