@@ -96,7 +96,12 @@ Examples:
 @click.argument("folder", type=click.Path(path_type=Path))
 @store_options
 @click.option("--recursive/--no-recursive", default=True, show_default=True)
-@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="GLOB",
+    help="Only files matching (repeatable); overrides the ignore files and the asset rules.",
+)
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Leave matching files out.")
 @click.option("--include-hidden", is_flag=True, help="Also read dot-files and dot-folders.")
 @click.option(

@@ -9,7 +9,6 @@ transaction: a crash or Ctrl-C leaves the previous index intact and searchable.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import logging
 import os
@@ -34,6 +33,7 @@ from .chunkers import (
 from .errors import DuckDBVectorsError
 from .models import Chunk
 from .progress import StatusLine
+from .selection import FileSelection
 from .store import VectorStore, WriteStats
 
 DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as --max-file-size counts them
@@ -113,8 +113,12 @@ def index_folder(
         store: a read-write store.
         folder: the folder to index; each chunk's ``source`` is the file's path relative to it.
         recursive: descend into sub-folders.
-        include: glob patterns (on the relative path); if given, only matching files are read.
+        include: glob patterns (on the relative path); if given, only matching files are read,
+            and the default exclusions below do not apply.
         exclude: glob patterns of files to leave out.
+            Without ``include``, the folder's ``.gitignore`` / ``.duckdb-vectors-ignore`` and
+            the asset and build-output rules of ``selection.FileSelection`` also leave files
+            out (``_build/``, ``_static/``, ``node_modules/``, ``.js``, ``.css``, ``.svg`` ...).
         include_hidden: also read files and folders whose name starts with ``.``.
         chunker: replaces the default composite chunker (Markdown, PDF, text by MIME type).
         max_file_bytes: larger files are skipped, with the reason in the summary.
@@ -128,8 +132,9 @@ def index_folder(
         raise DuckDBVectorsError(f"{folder} is not a folder; pass the folder to index")
     chunker = chunker or default_chunker()
     summary = IndexSummary(folder=str(folder))
+    selection = FileSelection.for_folder(root, include, exclude)
     entries = sorted(
-        _walk(root, recursive, include_hidden, include, exclude, source_prefix),
+        _walk(root, recursive, include_hidden, selection, source_prefix),
         key=lambda entry: entry.source,
     )
     run = _Run(store, chunker, summary, max_file_bytes, source_prefix)
@@ -153,7 +158,7 @@ def first_indexable_file(folder: str | Path) -> str | None:
     indexed, judged by its name and first bytes without chunking it; None if there is none."""
     root = Path(folder)
     composite = default_chunker()
-    for entry in _walk(root, True, False, (), (), ""):
+    for entry in _walk(root, True, False, FileSelection.for_folder(root), ""):
         if entry.problem is None:
             try:
                 with entry.path.open("rb") as file:
@@ -246,12 +251,7 @@ class _Run:
 
 
 def _walk(
-    root: Path,
-    recursive: bool,
-    include_hidden: bool,
-    include: Sequence[str],
-    exclude: Sequence[str],
-    prefix: str,
+    root: Path, recursive: bool, include_hidden: bool, selection: FileSelection, prefix: str
 ) -> Iterator[_Entry]:
     """Regular files under ``root``. Symlinks are followed only to targets inside ``root``,
     and each folder is visited once, so links cannot leak outside files or loop.
@@ -287,13 +287,14 @@ def _walk(
             else:
                 target = real_directory / item.name
                 is_dir, is_file = item.is_dir(), item.is_file()
+            relative = source[len(prefix) :]
             if is_dir:
-                if recursive and target not in visited:
+                if recursive and target not in visited and selection.enters(relative):
                     visited.add(target)
                     pending.append((path, target))
             elif not is_file:
                 yield _Entry(source, path, "not a regular file")
-            elif _selected(source[len(prefix) :], include, exclude):
+            elif selection.selects(relative):
                 yield _Entry(source, path)
 
 
@@ -305,14 +306,6 @@ def _follow(link: Path, real_root: Path) -> tuple[Path, str | None]:
     if not target.is_relative_to(real_root):
         return target, "symlink points outside the folder (not followed)"
     return target, None
-
-
-def _selected(relative: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
-    def matches(patterns: Sequence[str]) -> bool:
-        name = relative.rsplit("/", 1)[-1]
-        return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
-
-    return (not include or matches(include)) and not matches(exclude)
 
 
 def _source(root: Path, path: Path, prefix: str) -> str:

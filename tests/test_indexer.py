@@ -246,6 +246,35 @@ def test_include_exclude_and_hidden(docs: Path, db_path: Path) -> None:
         assert set(store.sources()) == {"guide.md", "notes.txt"}
 
 
+def a_docs_site(docs: Path) -> Path:
+    """A documentation tree as projects publish it: sources beside build output and assets."""
+    write(docs, "_static/app.js", "function search() { return 'retries'; }\n")
+    write(docs, "_static/theme.css", "body { font-family: serif; }\n")
+    write(docs, "img/diagram.svg", "<svg><text>retries diagram</text></svg>\n")
+    write(docs, "_build/html/guide.txt", "Failed requests are retried three times.\n")
+    write(docs, "node_modules/pkg/README.md", "# pkg\n\nA dependency's readme.\n")
+    write(docs, "site/index.txt", "MkDocs output about retries.\n")
+    write(docs, ".gitignore", "drafts/\n*.tmp.md\n")
+    write(docs, "drafts/wip.md", "# WIP\n\nAn unfinished page.\n")
+    write(docs, "faq/old.tmp.md", "# Old\n\nA scratch page.\n")
+    write(docs, ".duckdb-vectors-ignore", "faq/internal.md\n")
+    write(docs, "faq/internal.md", "# Internal\n\nNot for the index.\n")
+    return docs
+
+
+def test_build_output_assets_and_ignored_files_are_left_out(docs: Path, db_path: Path) -> None:
+    with open_store(db_path) as store:
+        index_folder(store, a_docs_site(docs))
+        assert set(store.sources()) == {"guide.md", "faq/auth.md", "notes.txt"}
+        index_folder(store, docs, include=["_static/*.js", "*.md"], exclude=["faq/*"])
+        assert set(store.sources()) == {
+            "_static/app.js",
+            "guide.md",
+            "drafts/wip.md",
+            "node_modules/pkg/README.md",
+        }
+
+
 def test_folders_with_prefixes_share_an_index(docs: Path, tmp_path: Path, db_path: Path) -> None:
     skills = tmp_path / "skills"
     write(skills, "deploy.md", "# Deploy\n\nShip it with the deploy tool.\n")

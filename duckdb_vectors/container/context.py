@@ -24,6 +24,7 @@ from typing import IO
 import duckdb_vectors
 
 from ..errors import DuckDBVectorsError
+from ..selection import FileSelection
 
 PACKAGE_DIR = Path(duckdb_vectors.__file__).resolve().parent
 BUILD_FILE_NAMES = ("Dockerfile.builder", "Dockerfile.runtime", "pyproject.toml", "README.md")
@@ -69,7 +70,9 @@ def write_context(docs: Path, model_path: Path | None) -> BuildContext:
         for name in BUILD_FILE_NAMES:
             _add(tar, build_files / name, name)
         _add_tree(tar, PACKAGE_DIR, "duckdb_vectors")
-        _add_tree(tar, docs, DOCS_IN_CONTEXT)
+        # What the index stage would leave out (build output, assets, ignored files) is not
+        # sent at all: a node_modules/ beside the docs can outweigh them a hundred times.
+        _add_tree(tar, docs, DOCS_IN_CONTEXT, FileSelection.for_folder(docs))
         if model_path is not None:
             _add_tree(tar, model_path, MODEL_IN_CONTEXT)
     archive.seek(0)
@@ -92,20 +95,31 @@ def dockerfile_context(dockerfile: str) -> IO[bytes]:
     return archive
 
 
-def _add_tree(tar: tarfile.TarFile, root: Path, name: str) -> None:
+def _add_tree(
+    tar: tarfile.TarFile, root: Path, name: str, selection: FileSelection | None = None
+) -> None:
     _add(tar, root, name)
-    for path, relative in _walk(root):
+    for path, relative in _walk(root, selection):
         _add(tar, path, f"{name}/{relative}")
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, str]]:
-    """Every entry below ``root`` in a stable order; symbolic links are kept as links."""
+def _walk(root: Path, selection: FileSelection | None) -> Iterator[tuple[Path, str]]:
+    """The entries below ``root`` (those ``selection`` keeps) in a stable order; symbolic
+    links are kept as links."""
     for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(d for d in subfolders if d not in _LEFT_OUT)
-        for name in subfolders + sorted(files):
-            path = Path(folder) / name
-            if path.suffix != ".pyc":
-                yield path, path.relative_to(root).as_posix()
+        base = Path(folder).relative_to(root).as_posix()
+
+        def relative(entry: str, base: str = base) -> str:
+            return entry if base == "." else f"{base}/{entry}"
+
+        if selection is None:  # the package: no bytecode, no second copy of the build files
+            subfolders[:] = sorted(d for d in subfolders if d not in _LEFT_OUT)
+            kept = sorted(f for f in files if not f.endswith(".pyc"))
+        else:
+            subfolders[:] = sorted(d for d in subfolders if selection.enters(relative(d)))
+            kept = sorted(f for f in files if selection.selects(relative(f)))
+        for entry in subfolders + kept:
+            yield Path(folder) / entry, relative(entry)
 
 
 def _add(tar: tarfile.TarFile, path: Path, name: str) -> None:

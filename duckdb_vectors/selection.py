@@ -1,0 +1,70 @@
+"""Which files of a docs folder are indexed: the user's patterns, the folder's ignore files,
+and the build output and static assets that a documentation tree carries but nobody asks about.
+
+A file is indexed when it matches an ``include`` pattern (if any are given) and no ``exclude``
+pattern. Without ``include`` patterns, a file is also left out when an ignore file of the
+folder's root (``.gitignore`` or ``.duckdb-vectors-ignore``, gitignore syntax, read by
+``pathspec``) ignores it, or when it is an asset or lies in a build-output folder
+(``ASSET_SUFFIXES``, ``OUTPUT_FOLDERS``). ``include`` overrides those defaults: asking for
+``_static/*.js`` gets them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from pathspec import GitIgnoreSpec
+
+IGNORE_FILES = (".gitignore", ".duckdb-vectors-ignore")
+# Build output and dependency folders of Sphinx, MkDocs, Jekyll, Docusaurus and npm.
+OUTPUT_FOLDERS = frozenset(
+    {"_build", "_site", "_static", "site", "node_modules", ".docusaurus", "__pycache__"}
+)
+# Text files that are assets, not documentation (binary ones are skipped as binary anyway).
+ASSET_SUFFIXES = frozenset(
+    {".js", ".mjs", ".cjs", ".css", ".scss", ".sass", ".less", ".map", ".svg", ".lock"}
+)
+
+
+@dataclass
+class FileSelection:
+    """The rules for one folder; paths are relative to it, with ``/`` separators."""
+
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    ignored: GitIgnoreSpec = field(default_factory=lambda: GitIgnoreSpec.from_lines([]))
+
+    @classmethod
+    def for_folder(
+        cls, root: Path, include: Sequence[str] = (), exclude: Sequence[str] = ()
+    ) -> FileSelection:
+        lines: list[str] = []
+        for name in IGNORE_FILES:
+            try:
+                lines += (root / name).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+        return cls(tuple(include), tuple(exclude), GitIgnoreSpec.from_lines(lines))
+
+    def enters(self, relative_folder: str) -> bool:
+        """Whether to walk into a folder at all (patterns may still select files in it)."""
+        if self.include:
+            return True
+        name = relative_folder.rsplit("/", 1)[-1]
+        return name not in OUTPUT_FOLDERS and not self.ignored.match_file(relative_folder + "/")
+
+    def selects(self, relative: str) -> bool:
+        if _matches(relative, self.exclude):
+            return False
+        if self.include:
+            return _matches(relative, self.include)
+        suffix = PurePosixPath(relative).suffix.lower()
+        return suffix not in ASSET_SUFFIXES and not self.ignored.match_file(relative)
+
+
+def _matches(relative: str, patterns: Sequence[str]) -> bool:
+    name = relative.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)

@@ -1,0 +1,50 @@
+"""The build context `bake` sends to the engine, read back as the tar it is (no engine needed)."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+from conftest import STATIC_MODEL
+from test_indexer import a_docs_site, write
+
+from duckdb_vectors.container.context import write_context
+
+
+def members(docs: Path, model: Path | None = None) -> dict[str, tarfile.TarInfo]:
+    context = write_context(docs, model)
+    try:
+        with tarfile.open(fileobj=context.archive) as tar:
+            return {member.name: member for member in tar.getmembers()}
+    finally:
+        context.close()
+
+
+def test_the_context_has_the_shape_of_a_checkout(tmp_path: Path) -> None:
+    docs = tmp_path / "my docs"
+    write(docs, "guide.md", "# Guide\n\nText.\n")
+    names = members(docs, STATIC_MODEL)
+    for name in ("Dockerfile.runtime", "Dockerfile.builder", "pyproject.toml", "README.md"):
+        assert name in names
+    assert "duckdb_vectors/container/install-toolkit.sh" in names
+    assert "input/docs/guide.md" in names
+    assert {f"input/model/{p.name}" for p in STATIC_MODEL.iterdir()} <= set(names)
+    assert not any(name.endswith(".pyc") or "__pycache__" in name for name in names)
+
+
+def test_the_same_files_give_the_same_context(tmp_path: Path) -> None:
+    """Fixed owners and times: the engine's cache sees the toolkit's files unchanged."""
+    docs = tmp_path / "docs"
+    write(docs, "guide.md", "# Guide\n\nText.\n")
+    entries = members(docs)
+    assert {(m.mtime, m.uid, m.gid, m.uname) for m in entries.values()} == {(0, 0, 0, "")}
+
+
+def test_what_the_index_would_leave_out_is_not_sent(tmp_path: Path) -> None:
+    docs = a_docs_site(tmp_path / "docs")
+    write(docs, "guide.md", "# Guide\n\nText.\n")
+    sent = {name.removeprefix("input/docs/") for name in members(docs) if "input/docs/" in name}
+    assert "guide.md" in sent and ".gitignore" in sent
+    for left_out in ("_static", "_build", "node_modules", "site", "drafts", "img/diagram.svg"):
+        assert not any(name == left_out or name.startswith(f"{left_out}/") for name in sent)
+    assert "faq/old.tmp.md" not in sent and "faq/internal.md" not in sent
