@@ -222,9 +222,11 @@ def _initialize_result(frames: Iterable[tuple[int, bytes]]) -> dict[str, Any]:
 
 
 def remove_image(client: docker.DockerClient, image: str) -> None:
-    """Remove an image if it is still there; dependent images keep it, which is fine."""
+    """Remove an image this bake made, if it is still there and nothing names it: a fully
+    cached rebuild can yield the very image an earlier bake tagged, which must stay."""
     with suppress(ImageNotFound, APIError):
-        client.images.remove(image, noprune=False)
+        if not client.images.get(image).tags:
+            client.images.remove(image, noprune=False)
 
 
 def tag_image(client: docker.DockerClient, image: str, reference: str) -> Image:
