@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from . import chunkers, documents
 from .chunkers import (
+    SNIFF_BYTES,
     BinaryChunker,
     Chunker,
     CompositeChunker,
@@ -37,7 +38,6 @@ from .selection import FileSelection
 from .store import VectorStore, WriteStats
 
 DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as --max-file-size counts them
-_SNIFF_BYTES = 8192
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def first_indexable_file(folder: str | Path) -> str | None:
         if entry.problem is None:
             try:
                 with entry.path.open("rb") as file:
-                    head = file.read(_SNIFF_BYTES)
+                    head = file.read(SNIFF_BYTES)
             except OSError:
                 continue
             if composite.can_index(entry.source, head):

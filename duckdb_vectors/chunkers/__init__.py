@@ -31,7 +31,7 @@ from .pdf import PdfChunker
 from .text import TextChunker
 
 TEXT_FALLBACK = "text/plain"
-_SNIFF_BYTES = 8192
+SNIFF_BYTES = 8192  # how much of a file its type is judged by
 _MAGIC = {b"%PDF-": "application/pdf"}
 _BINARY_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"PK\x03\x04", b"\x7fELF", b"\x1f\x8b")
 
@@ -70,7 +70,7 @@ class CompositeChunker:
         for magic, mime_type in _MAGIC.items():
             if head.startswith(magic):
                 return mime_type
-        if head.startswith(_BINARY_MAGIC) or b"\x00" in head[:_SNIFF_BYTES]:
+        if head.startswith(_BINARY_MAGIC) or b"\x00" in head[:SNIFF_BYTES]:
             return "application/octet-stream"
         suffix = PurePath(source).suffix.lower()
         guessed = self.extensions.get(suffix) or mimetypes.guess_type(f"x{suffix}")[0]
@@ -90,7 +90,7 @@ class CompositeChunker:
 
     def chunk_bytes(self, data: bytes, source: str) -> list[Chunk]:
         """Chunk a file's bytes; raises ``SkipFile`` with a reason for what it cannot index."""
-        mime_type = self.mime_type(source, data[:_SNIFF_BYTES])
+        mime_type = self.mime_type(source, data[:SNIFF_BYTES])
         chunker = self.chunkers.get(mime_type)
         if isinstance(chunker, BinaryChunker):
             return chunker.chunk_bytes(data, source)
@@ -146,6 +146,7 @@ def register_chunker(
 __all__ = [
     "CHUNKING_VERSION",
     "DEFAULT_MAX_CHARS",
+    "SNIFF_BYTES",
     "BinaryChunker",
     "Chunker",
     "CompositeChunker",
