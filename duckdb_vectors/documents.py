@@ -16,7 +16,6 @@ from datetime import datetime
 import duckdb
 
 from .db import column, registered
-from .schema import has_table
 
 
 @dataclass(frozen=True)
@@ -32,8 +31,6 @@ class Document:
 
 def known(connection: duckdb.DuckDBPyConnection, prefix: str) -> dict[str, tuple[str, str]]:
     """Files under ``prefix`` whose chunks are all still in the index: (hash, chunker)."""
-    if not has_table(connection, "chunks"):  # nothing written yet: no file is known
-        return {}
     rows = connection.execute(
         "SELECT d.source, d.content_hash, d.chunker FROM documents d"
         " JOIN (SELECT source, count(*) AS stored FROM chunks GROUP BY source) c USING (source)"
@@ -69,8 +66,6 @@ def record(
 
 def forget_orphans(connection: duckdb.DuckDBPyConnection, prefix: str = "") -> None:
     """Drop the rows under ``prefix`` of files that have no chunk left in the index."""
-    if not has_table(connection, "chunks"):
-        return
     connection.execute(
         "DELETE FROM documents WHERE starts_with(source, $1)"
         " AND source NOT IN (SELECT DISTINCT source FROM chunks WHERE source IS NOT NULL)",

@@ -14,9 +14,10 @@ from importlib.metadata import PackageNotFoundError, version
 import duckdb
 from pydantic import BaseModel, Field, ValidationError
 
-from .db import first_row, scalar
+from .db import scalar
 from .errors import NotAnIndexError
-from .schema import has_table
+from .schema import SCHEMA_VERSION
+from .tokenizer import TOKENIZER_NAME
 
 
 class Manifest(BaseModel):
@@ -42,9 +43,32 @@ def package_version() -> str:
         return "unknown"
 
 
+def refreshed(
+    previous: Manifest | None,
+    *,
+    backend: str,
+    model_fingerprint: str | None,
+    dimension: int,
+    chunk_count: int,
+    content_hash: str,
+) -> Manifest:
+    """The manifest after a write: what the index holds now, built with what is in use now.
+    The first build time is kept; a fingerprint not known this time (no model was loaded)
+    stays as recorded."""
+    kept = {"created_at": previous.created_at} if previous is not None else {}
+    return Manifest(
+        backend=backend,
+        model_fingerprint=model_fingerprint or (previous.model_fingerprint if previous else None),
+        dimension=dimension,
+        tokenizer=TOKENIZER_NAME,
+        schema_version=SCHEMA_VERSION,
+        chunk_count=chunk_count,
+        content_hash=content_hash,
+        **kept,
+    )
+
+
 def read_manifest(connection: duckdb.DuckDBPyConnection) -> Manifest | None:
-    if not has_table(connection, "manifest"):
-        return None
     document = scalar(connection, "SELECT document FROM manifest WHERE id = 1")
     if not document:
         return None
@@ -61,21 +85,3 @@ def write_manifest(connection: duckdb.DuckDBPyConnection, manifest: Manifest) ->
         "INSERT OR REPLACE INTO manifest (id, document) VALUES (1, ?)",
         [manifest.model_dump_json()],
     )
-
-
-def content_statistics(connection: duckdb.DuckDBPyConnection) -> tuple[int, str]:
-    """The chunk count and a content hash that depends only on what the chunks hold.
-
-    Write times are left out, so indexing the same documents twice gives the same hash.
-    """
-    if not has_table(connection, "chunks"):
-        return 0, ""
-    row = first_row(
-        connection,
-        "SELECT count(*), coalesce(sha256(string_agg("
-        "  concat_ws(chr(31), chunk_id, etag, coalesce(source, ''),"
-        "            coalesce(CAST(position AS VARCHAR), ''),"
-        "            coalesce(CAST(metadata AS VARCHAR), '')),"
-        "  chr(30) ORDER BY chunk_id)), '') FROM chunks",
-    )
-    return (int(row[0]), str(row[1])) if row else (0, "")

@@ -10,16 +10,14 @@ rebuilt after this process writes to the index.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 import numpy as np
 
+from . import chunk_table
 from .models import Chunk
-from .schema import embedding_dimension
 from .search import (
     BM25_B,
     BM25_K1,
@@ -80,14 +78,7 @@ class MemoryIndex:
         matrix = _normalised_matrix(connection, keys)
         postings = _load_postings(connection, lengths, k1, b)
         _release_cached_blocks(connection)  # the postings sort's memory, before the texts
-        columns = (
-            # Most chunks have no metadata: None for those skips a json.loads per hit.
-            "chunk_id, text, source, position, title,"
-            " nullif(CAST(metadata AS VARCHAR), '{}') AS metadata,"
-            " etag, epoch_us(stamped_at) AS stamped_at"
-        )
-        fetched = connection.sql(f"SELECT {columns} FROM chunks ORDER BY key").fetchnumpy()
-        rows = {name: values.tolist() for name, values in fetched.items()}
+        rows = chunk_table.read_all(connection)
         _release_cached_blocks(connection)
         return cls(connection, keys, matrix, postings, rows)
 
@@ -128,10 +119,7 @@ class MemoryIndex:
         return [self._chunk(int(row)) for row in np.searchsorted(self.keys, keys)]
 
     def _chunk(self, row: int) -> Chunk:
-        record = {name: values[row] for name, values in self.rows.items()}
-        record["metadata"] = json.loads(record["metadata"]) if record["metadata"] else {}
-        record["stamped_at"] = datetime.fromtimestamp(record["stamped_at"] / 1e6, UTC)
-        return Chunk.model_validate(record)
+        return chunk_table.decode({name: values[row] for name, values in self.rows.items()})
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
         if scope.is_everything:
@@ -179,7 +167,7 @@ def _normalised_matrix(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) 
     """
     if len(keys) == 0:
         return np.zeros((0, 0), dtype=np.float32)
-    dimension = embedding_dimension(connection) or 0
+    dimension = chunk_table.embedding_dimension(connection) or 0
     matrix = np.empty((len(keys), dimension), dtype=np.float32)
     for start in range(0, len(keys), _LOAD_BATCH):
         batch = keys[start : start + _LOAD_BATCH]

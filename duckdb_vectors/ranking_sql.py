@@ -16,14 +16,15 @@ from typing import Any
 
 import duckdb
 
+from . import chunk_table
 from .db import first_line, scalar
 from .errors import InvalidRankingSQLError
 
-_PROBE_COLUMNS = (
-    "SELECT 1::BIGINT AS key, ''::VARCHAR AS chunk_id, ''::VARCHAR AS text, ''::VARCHAR AS source,"
-    " 0::INTEGER AS position, ''::VARCHAR AS title, '{}'::JSON AS metadata, ''::VARCHAR AS etag,"
-    " now() AS stamped_at, 0::INTEGER AS token_count, 0.0::DOUBLE AS score,"
-    " 0::INTEGER AS vector_rank, 0::INTEGER AS text_rank"
+# The columns a fragment may name, as one typed row: binding against it checks the fragment
+# without touching an index.
+_PROBE_COLUMNS = "SELECT " + ", ".join(
+    [f"NULL::{c.sql_type} AS {c.name}" for c in chunk_table.SCOPE_COLUMNS]
+    + ["0.0::DOUBLE AS score", "0::INTEGER AS vector_rank", "0::INTEGER AS text_rank"]
 )
 # Scalar functions that read configuration or the environment, or change session state.
 FORBIDDEN_FUNCTIONS = frozenset(
@@ -32,6 +33,16 @@ FORBIDDEN_FUNCTIONS = frozenset(
 # Parsing only: a private in-memory database, so no user fragment ever meets the index file.
 _parser = duckdb.connect(":memory:", config={"enable_external_access": False})
 _parser_lock = threading.Lock()
+
+
+def execute_user_sql(
+    connection: duckdb.DuckDBPyConnection, sql: str, parameters: list[Any]
+) -> duckdb.DuckDBPyConnection:
+    """Run a statement holding a caller's fragment: DuckDB's error becomes one clear line."""
+    try:
+        return connection.execute(sql, parameters)
+    except duckdb.Error as error:
+        raise InvalidRankingSQLError(f"ranking SQL failed: {first_line(error)}") from error
 
 
 def validate_fragment(fragment: str, argument: str) -> str:

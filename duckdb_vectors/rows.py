@@ -1,4 +1,5 @@
-"""How chunks become rows: ids, etags, metadata JSON, the embedded text, and postings."""
+"""What a write derives from each chunk and checks first: its id, etag, metadata JSON and the
+text that is embedded (the row layout itself is ``chunk_table``'s)."""
 
 from __future__ import annotations
 
@@ -8,43 +9,7 @@ from collections import Counter
 
 import numpy as np
 
-from .db import column
 from .models import Chunk
-from .tokenizer import tokenize
-
-
-def new_rows(
-    chunks: list[Chunk],
-    keys: np.ndarray,
-    etags: list[str],
-    metadata_json: list[str],
-    embeddings: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """Columns of the chunk rows, ready for one bulk INSERT.
-
-    ``tokens`` holds each chunk's BM25 tokens joined by spaces (a token never contains one):
-    the postings are counted from it in SQL, which is faster than a Counter per chunk and
-    hands DuckDB one string per chunk instead of one per posting.
-    """
-    token_counts: list[int] = []
-    joined_tokens: list[str] = []
-    for chunk in chunks:
-        tokens = tokenize(embedding_text(chunk))
-        token_counts.append(len(tokens))
-        joined_tokens.append(" ".join(tokens))
-    return {
-        "key": keys,
-        "chunk_id": column([chunk.chunk_id for chunk in chunks]),
-        "text": column([chunk.text for chunk in chunks]),
-        "source": column([chunk.source for chunk in chunks]),
-        "position": column([chunk.position for chunk in chunks], "int32"),
-        "title": column([chunk.title for chunk in chunks]),
-        "metadata": column(metadata_json),
-        "etag": column(etags),
-        "token_count": np.asarray(token_counts, dtype=np.int32),
-        "tokens": column(joined_tokens),
-        "embedding": column(list(np.ascontiguousarray(embeddings, dtype=np.float32))),
-    }
 
 
 def embedding_text(chunk: Chunk) -> str:

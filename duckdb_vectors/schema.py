@@ -12,20 +12,27 @@ from dataclasses import dataclass
 
 import duckdb
 
+from . import chunk_table
 from .db import scalar
 from .errors import NotAnIndexError
 
 
 @dataclass(frozen=True)
 class Migration:
+    """One step of the schema.
+
+    ``readable_without``: code at this version still reads (read-only) a file that has not had
+    this step, so a frozen index need not be rewritten to be searched by a newer version.
+    """
+
     version: int
     description: str
     apply: Callable[[duckdb.DuckDBPyConnection], None]
+    readable_without: bool = False
 
 
 def _initial_schema(connection: duckdb.DuckDBPyConnection) -> None:
-    # ``chunks`` itself needs the embedding width, so it is made by ``create_chunks_table``
-    # at the first write; postings and the manifest exist from the start.
+    # Until version 3, ``chunks`` was made at the first write (it needs the embedding width).
     connection.execute(
         "CREATE TABLE IF NOT EXISTS postings ("
         " term VARCHAR NOT NULL, key BIGINT NOT NULL, tf INTEGER NOT NULL)"
@@ -46,38 +53,18 @@ def _documents_table(connection: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _chunks_table(connection: duckdb.DuckDBPyConnection) -> None:
+    # An index that was written to has it already; one that never was gets it empty, so every
+    # reader can count on it (the embedding column follows at the first write).
+    chunk_table.create_empty(connection)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "chunks, postings and manifest", _initial_schema),
+    Migration(1, "postings and manifest", _initial_schema),
     Migration(2, "documents: one row per indexed file", _documents_table),
+    Migration(3, "chunks exists from the start", _chunks_table, readable_without=True),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
-
-
-def create_chunks_table(connection: duckdb.DuckDBPyConnection, dimension: int) -> None:
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS chunks ("
-        " key BIGINT NOT NULL,"
-        " chunk_id VARCHAR PRIMARY KEY,"
-        " text VARCHAR NOT NULL,"
-        " source VARCHAR,"
-        " position INTEGER,"
-        " title VARCHAR,"
-        " metadata JSON,"
-        " etag VARCHAR NOT NULL,"
-        " stamped_at TIMESTAMPTZ NOT NULL,"
-        " token_count INTEGER NOT NULL,"
-        f" embedding FLOAT[{int(dimension)}] NOT NULL)"
-    )
-
-
-def embedding_dimension(connection: duckdb.DuckDBPyConnection) -> int | None:
-    """The width of the ``embedding`` column, or None before the first write."""
-    data_type = scalar(
-        connection,
-        "SELECT data_type FROM duckdb_columns() WHERE database_name = current_database()"
-        " AND table_name = 'chunks' AND column_name = 'embedding'",
-    )
-    return int(str(data_type).rsplit("[", 1)[1].rstrip("]")) if data_type else None
 
 
 def has_table(connection: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -133,11 +120,12 @@ def migrate(connection: duckdb.DuckDBPyConnection) -> int:
 
 
 def check_readable(connection: duckdb.DuckDBPyConnection) -> None:
-    """For read-only opens: the schema must be exactly the one this code reads."""
+    """For read-only opens: the schema must be one this code reads, and hold an index."""
     current = applied_version(connection)
-    if current == 0:
+    if current == 0 or not has_table(connection, "chunks"):
         raise NotAnIndexError("it is empty (no index has been written to it)")
-    if current != SCHEMA_VERSION:
+    missing = [m for m in MIGRATIONS if m.version > current]
+    if current > SCHEMA_VERSION or not all(m.readable_without for m in missing):
         action = (
             "upgrade duckdb-vectors"
             if current > SCHEMA_VERSION

@@ -7,17 +7,19 @@ load: right for a one-shot process); ``memory_index.MemoryIndex`` answers from a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import duckdb
 import numpy as np
 
+from . import chunk_table
 from .config import FusionSettings
+from .db import first_line, registered
+from .errors import InvalidRankingSQLError, NotAnIndexError
 from .filters import compile_filter
-from .models import Chunk
-from .ranking_sql import validate_fragment
+from .models import Chunk, SearchResult
+from .ranking_sql import execute_user_sql, validate_fragment
 
 # Okapi BM25 as Lucene >= 8 scores it: a chunk's score is the sum over query terms of
 # idf * term weight. Both are written once, as SQL, for the SQL path and for the in-memory
@@ -36,7 +38,6 @@ def bm25_weight_sql(tf: str, length: str, average: str, k1: str, b: str) -> str:
     return f"{tf} / ({tf} + {k1} * (1 - {b} + {b} * {length} / {average}))"
 
 
-CHUNK_COLUMNS = "chunk_id, text, source, position, title, metadata, etag, stamped_at"
 # Scores closer than this (relative to the larger, at least 1) are a tie, and ties are ordered by
 # key, the order chunks were first written. DuckDB and numpy sum float32 products in different
 # orders, so two chunks that score the same exactly can differ by ~1e-7 on one path and not on
@@ -124,6 +125,33 @@ class Scope:
         return (" AND ".join(clauses) or "true"), parameters
 
 
+@dataclass(frozen=True)
+class Query:
+    """What to rank by (a vector, BM25 terms, or both: fused), and how many to return.
+
+    ``rescore`` is a fragment already checked by ``ranking_sql.validate_fragment`` (the store
+    checks it before it loads a model to embed the query).
+    """
+
+    vector: np.ndarray | None
+    terms: list[str] | None
+    top_k: int
+    scope: Scope
+    rescore: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.vector is None and self.terms is None:
+            raise ValueError("a query ranks by a vector, by terms, or by both")
+
+    def depth(self, fusion: FusionSettings) -> int:
+        """How many candidates each signal ranks: more than ``top_k`` when results are
+        fused or rescored, so that a chunk ranked lower by one signal can still make it."""
+        both = self.vector is not None and self.terms is not None
+        if both or self.rescore is not None:
+            return max(fusion.candidates, self.top_k)
+        return self.top_k
+
+
 class Searcher(Protocol):
     def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking: ...
 
@@ -184,36 +212,76 @@ class SqlSearcher:
         return _ranking(rows, depth)
 
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
-        if len(keys) == 0:
-            return []
-        rows = self.connection.execute(
-            f"SELECT key, {CHUNK_COLUMNS} FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))",
-            [keys.tolist()],
-        ).fetchall()
-        by_key = {row[0]: row[1:] for row in rows}
-        return [chunk_from_row(by_key[int(key)]) for key in keys]
+        return chunk_table.by_keys(self.connection, keys)
 
 
-def chunk_from_row(row: tuple[Any, ...], embedding: Any = None) -> Chunk:
-    """Build a ``Chunk`` from a row in ``CHUNK_COLUMNS`` order."""
-    chunk_id, text, source, position, title, metadata, etag, stamped_at = row
-    return Chunk(
-        chunk_id=chunk_id,
-        text=text,
-        source=source,
-        position=position,
-        title=title,
-        metadata=_decode_metadata(metadata),
-        etag=etag,
-        stamped_at=stamped_at,
-        embedding=None if embedding is None else [float(x) for x in embedding],
+def answer(
+    query: Query,
+    searcher: Searcher,
+    connection: duckdb.DuckDBPyConnection,
+    fusion: FusionSettings,
+    index_name: str,
+) -> list[SearchResult]:
+    """Rank, fuse, rescore and fetch the ``top_k`` chunks (``index_name`` names the file in
+    errors)."""
+    depth, scope, vector, terms = query.depth(fusion), query.scope, query.vector, query.terms
+    try:
+        by_vector = None if vector is None else searcher.vector_ranking(vector, depth, scope)
+        by_text = None if terms is None else searcher.lexical_ranking(terms, depth, scope)
+    except duckdb.Error as error:
+        if scope.is_everything:  # no user SQL involved: the file itself is damaged
+            raise NotAnIndexError(f"{index_name} cannot be read: {first_line(error)}") from None
+        raise InvalidRankingSQLError(f"where/filter: {first_line(error)}") from None
+    if by_vector is not None and by_text is not None:
+        fused = fuse(by_vector, by_text, fusion)
+    elif by_vector is not None:
+        fused = FusedRanking.from_vector(by_vector)
+    else:
+        assert by_text is not None  # see Query.__post_init__
+        fused = FusedRanking.from_text(by_text)
+    if query.rescore is not None:
+        fused = rescore(connection, fused, query.rescore)
+    top = fused.head(query.top_k)
+    chunks = searcher.chunks(top.keys)
+    return [
+        SearchResult(
+            chunk=chunk,
+            score=float(score),
+            vector_rank=int(vector_rank) or None,
+            text_rank=int(text_rank) or None,
+        )
+        for chunk, score, vector_rank, text_rank in zip(
+            chunks, top.scores, top.vector_ranks, top.text_ranks, strict=True
+        )
+    ]
+
+
+def rescore(
+    connection: duckdb.DuckDBPyConnection, fused: FusedRanking, expression: str
+) -> FusedRanking:
+    """Re-order the fused candidates by a caller's SQL expression over their columns."""
+    candidates = {
+        "key": fused.keys,
+        "score": fused.scores,
+        "vector_rank": np.ma.masked_equal(fused.vector_ranks, 0),
+        "text_rank": np.ma.masked_equal(fused.text_ranks, 0),
+    }
+    with registered(connection, "fused_candidates", candidates):
+        result = execute_user_sql(
+            connection,
+            f"SELECT key, CAST(({expression}) AS DOUBLE) AS score,"
+            " coalesce(vector_rank, 0), coalesce(text_rank, 0)"
+            " FROM fused_candidates JOIN chunks USING (key)"
+            " ORDER BY score DESC NULLS LAST, key",
+            [],
+        ).fetchnumpy()
+    columns = list(result.values())
+    return FusedRanking(
+        np.asarray(columns[0], dtype=np.int64),
+        np.nan_to_num(np.asarray(columns[1], dtype=np.float64), nan=-np.inf),
+        np.asarray(columns[2], dtype=np.int64),
+        np.asarray(columns[3], dtype=np.int64),
     )
-
-
-def _decode_metadata(metadata: Any) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    return json.loads(metadata) if isinstance(metadata, str) else dict(metadata)
 
 
 def _ranking(rows: list[tuple[Any, ...]], depth: int) -> Ranking:

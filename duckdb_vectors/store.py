@@ -1,68 +1,40 @@
-"""``VectorStore``: one DuckDB file is one index. The SDK surface, S3 Vectors flavoured."""
+"""``VectorStore``: one DuckDB file is one index. The SDK surface, S3 Vectors flavoured.
+
+The store is the one way into an index: it opens (and migrates) the file, owns its connection
+and lock, and runs every call in a transaction when it writes. The work itself is delegated:
+``inputs`` checks arguments, ``writes`` plans and applies batches, ``chunk_table`` reads and
+changes rows, ``search`` ranks, ``compatibility`` decides whether index and model belong
+together, and ``manifest`` records what the index holds.
+"""
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import numpy as np
 
-from . import documents, rows, writes
-from .config import DEFAULT_BACKEND, FusionSettings, Settings
-from .db import (
-    Transaction,
-    connect,
-    first_line,
-    is_open,
-    objects_typed_by_first_value,
-    registered,
-    scalar,
-    threads_reserved,
-)
-from .embedders import Embedder, canonical_backend, get_embedder
-from .errors import (
-    IndexMismatchError,
-    InvalidRankingSQLError,
-    NotAnIndexError,
-    ReadOnlyError,
-)
-from .manifest import Manifest, content_statistics, read_manifest, write_manifest
+from . import chunk_table, compatibility, documents, inputs, writes
+from .config import FusionSettings, Settings
+from .db import Transaction, connect, first_line, is_open, objects_typed_by_first_value
+from .embedders import Embedder, get_embedder
+from .errors import NotAnIndexError, ReadOnlyError
+from .inputs import MAX_RESULTS
+from .manifest import Manifest, read_manifest, refreshed, write_manifest
 from .memory_index import MemoryIndex
 from .models import Chunk, IndexReport, SearchResult, VectorPage
-from .ranking_sql import validate_fragment
-from .schema import (
-    SCHEMA_VERSION,
-    check_readable,
-    embedding_dimension,
-    has_table,
-    migrate,
-)
-from .search import (
-    CHUNK_COLUMNS,
-    FusedRanking,
-    Scope,
-    Searcher,
-    SqlSearcher,
-    chunk_from_row,
-    fuse,
-)
-from .tokenizer import TOKENIZER_NAME, tokenize
+from .ranking_sql import execute_user_sql, validate_fragment
+from .schema import check_readable, migrate
+from .search import Query, Scope, Searcher, SqlSearcher, answer
+from .tokenizer import tokenize
 from .writes import WriteStats
 
-# The most results one call returns (a guard against a runaway top_k, not a tuning knob).
-MAX_RESULTS = 10_000
-# Chunks embedded and written together. Each batch costs a dozen statements and a pipeline step;
-# indexing the DuckDB docs was 3.5% faster with 1,024 than with 512, and no faster with 2,048.
-WRITE_BATCH = 1024
+__all__ = ["MAX_RESULTS", "VectorStore", "WriteStats"]
 
 
 class VectorStore:
@@ -116,7 +88,8 @@ class VectorStore:
         self._connection = connect(self.db_path, self.read_only)
         try:
             self.manifest: Manifest | None = self._open_index()
-            self.backend = self._resolve_backend(embedder)
+            requested = embedder.spec if embedder is not None else self.settings.backend
+            self.backend = compatibility.resolve_backend(self.db_path, self.manifest, requested)
         except BaseException:
             self._connection.close()
             self._remove_if_never_committed()
@@ -195,34 +168,9 @@ class VectorStore:
             sources: document identifiers (e.g. relative paths).
             positions: ordinal of each chunk within its source.
         """
-        texts = list(texts)
-        columns = {
-            "ids": ids,
-            "metadatas": metadatas,
-            "titles": titles,
-            "sources": sources,
-            "positions": positions,
-        }
-        for name, values in columns.items():
-            if values is not None and len(values) != len(texts):
-                raise ValueError(f"{name} has {len(values)} items but texts has {len(texts)}")
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{index}] must be a string, got {type(text).__name__}")
-        chunk_ids = list(ids) if ids is not None else [rows.text_id(text) for text in texts]
-        chunks = [
-            Chunk(
-                chunk_id=chunk_ids[i],
-                text=texts[i],
-                metadata=(metadatas[i] if metadatas else None) or {},
-                title=titles[i] if titles else None,
-                source=sources[i] if sources else None,
-                position=positions[i] if positions else None,
-            )
-            for i in range(len(texts))
-        ]
+        chunks = inputs.text_chunks(list(texts), ids, metadatas, titles, sources, positions)
         self.add_chunks(chunks)
-        return chunk_ids
+        return [chunk.chunk_id for chunk in chunks]
 
     def add_chunks(self, chunks: Iterable[Chunk], stamp: datetime | None = None) -> WriteStats:
         """Upsert chunks, embedding only those whose title or text changed (by etag).
@@ -231,7 +179,14 @@ class VectorStore:
             chunks: the chunks to write; ``etag``, ``stamped_at`` and ``embedding`` are set here.
             stamp: the write time recorded as ``stamped_at`` (default: now).
         """
-        return self._write_embedding_ahead(chunks, stamp or datetime.now(UTC))
+        stamp = stamp or datetime.now(UTC)
+        with self.transaction():
+            return writes.write_embedding_ahead(
+                self._connection,
+                chunks,
+                self._checked_embedder,
+                lambda batch, embeddings: self._apply(batch, embeddings, stamp),
+            )
 
     def put_vectors(self, vectors: Sequence[dict[str, Any]]) -> WriteStats:
         """Upsert precomputed vectors, as S3 Vectors' ``PutVectors`` does.
@@ -240,84 +195,36 @@ class VectorStore:
         also carry ``text``, ``title``, ``source`` and ``position`` to make it searchable by BM25
         and returned with its text.
         """
-        if isinstance(vectors, np.ndarray):
-            raise ValueError(
-                'put_vectors takes a list of {"key": ..., "data": {"float32": [...]}} '
-                "items, not a matrix: pair each row with its key"
-            )
-        chunks, matrix = [], []
-        for index, item in enumerate(vectors):
-            try:
-                data = item["data"]["float32"] if isinstance(item["data"], dict) else item["data"]
-                chunks.append(
-                    Chunk(
-                        chunk_id=item["key"],
-                        text=item.get("text") or "",
-                        metadata=item.get("metadata") or {},
-                        title=item.get("title"),
-                        source=item.get("source"),
-                        position=item.get("position"),
-                    )
-                )
-            except (KeyError, TypeError, IndexError) as error:
-                raise ValueError(
-                    f"vectors[{index}] must look like "
-                    '{"key": "id", "data": {"float32": [...]}, "metadata": {...}}'
-                ) from error
-            matrix.append(data)
-        lengths = {len(row) for row in matrix}
-        if len(lengths) > 1:
-            raise ValueError(
-                f"all vectors must have the same length, got lengths {sorted(lengths)}"
-            )
-        array = np.asarray(matrix, dtype=np.float32).reshape(len(matrix), -1)
-        if not np.isfinite(array).all():
-            raise ValueError("vectors must not contain NaN or infinity")
-        return self._write(chunks, vectors=array)
+        chunks, matrix = inputs.vector_items(vectors)
+        self._require_writable()
+        if not chunks:
+            return WriteStats()
+        with self.transaction():
+            batch = writes.plan_batch(self._connection, chunks, matrix)
+            return self._apply(batch, batch.embeddings(None), datetime.now(UTC))
 
     def delete_vectors(self, keys: Sequence[str]) -> int:
         """Delete chunks by id; return how many existed."""
-        self._require_writable()
-        with self._lock, self.transaction():
-            if not has_table(self._connection, "chunks"):
-                return 0
-            old = self._connection.execute(
-                "SELECT key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
-                [_checked_ids(keys)],
-            ).fetchnumpy()["key"]
-            self._delete_keys(old)
-        return len(old)
+        with self.transaction():
+            return self._delete_keys(
+                chunk_table.keys_of(self._connection, inputs.checked_ids(keys))
+            )
 
     def restamp(self, sources: Sequence[str], stamp: datetime) -> None:
         """Mark every chunk of these sources as confirmed at ``stamp`` (see ``prune``)."""
         self._require_writable()
-        if not sources or not has_table(self._connection, "chunks"):
+        if not sources:
             return
-        with self._lock, self.transaction():
-            self._connection.execute(
-                "UPDATE chunks SET stamped_at = $1 WHERE source IN (SELECT unnest($2::VARCHAR[]))",
-                [stamp, list(sources)],
-            )
+        with self.transaction():
+            chunk_table.restamp_sources(self._connection, sources, stamp)
 
     def prune(self, source_prefix: str, before: datetime) -> int:
         """Delete chunks whose source starts with ``source_prefix`` and that were last written
         or confirmed before ``before``; return how many."""
-        self._require_writable()
-        if not has_table(self._connection, "chunks"):
-            return 0
-        with self._lock, self.transaction():
-            stale = self._connection.execute(
-                "SELECT key FROM chunks WHERE source IS NOT NULL"
-                " AND starts_with(source, $1) AND stamped_at < $2",
-                [source_prefix, before],
-            ).fetchnumpy()["key"]
-            self._delete_keys(stale)
-        return len(stale)
-
-    @property
-    def connection(self) -> duckdb.DuckDBPyConnection:
-        """The underlying DuckDB connection, for reading what the API does not cover."""
-        return self._connection
+        with self.transaction():
+            return self._delete_keys(
+                chunk_table.stale_keys(self._connection, source_prefix, before)
+            )
 
     def delete_where(
         self, *, filter: dict[str, Any] | None = None, where: str | None = None
@@ -327,66 +234,45 @@ class VectorStore:
         scope = Scope(filter=filter, where=where)
         if scope.is_everything:
             raise ValueError("delete_where needs a filter or a where condition")
-        with self._lock, self.transaction():
-            if not has_table(self._connection, "chunks"):
-                return 0
-            condition, parameters = scope.condition()
-            old = self._execute_user_sql(
-                f"SELECT key FROM chunks WHERE {condition}", parameters
-            ).fetchnumpy()["key"]
-            self._delete_keys(old)
-        return len(old)
+        condition, parameters = scope.condition()
+        with self.transaction():
+            found = execute_user_sql(
+                self._connection, f"SELECT key FROM chunks WHERE {condition}", parameters
+            )
+            return self._delete_keys(found.fetchnumpy()["key"])
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The underlying DuckDB connection, for reading what the API does not cover."""
+        return self._connection
 
     # -- reads -------------------------------------------------------------------------------
 
     def count(self) -> int:
         """The number of chunks in the index."""
         with self._lock:
-            if not has_table(self._connection, "chunks"):
-                return 0
-            return int(scalar(self._connection, "SELECT count(*) FROM chunks"))
+            return chunk_table.count(self._connection)
 
     def get_vectors(self, keys: Sequence[str], *, return_data: bool = False) -> list[Chunk]:
         """The chunks with these ids, in the order asked; ids not in the index are left out."""
         with self._lock:
-            if not has_table(self._connection, "chunks"):
-                return []
-            rows = self._connection.execute(
-                f"SELECT {CHUNK_COLUMNS}, {'embedding' if return_data else 'NULL'} FROM chunks"
-                " WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
-                [_checked_ids(keys)],
-            ).fetchall()
-        by_id = {row[0]: chunk_from_row(row[:-1], row[-1]) for row in rows}
-        return [by_id[key] for key in dict.fromkeys(keys) if key in by_id]
+            return chunk_table.by_ids(self._connection, inputs.checked_ids(keys), return_data)
 
     def list_vectors(
         self, limit: int = 100, next_token: str | None = None, *, return_data: bool = False
     ) -> VectorPage:
         """One page of chunks in id order; pass the page's ``next_token`` to get the next."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RESULTS:
-            raise ValueError(f"limit must be an integer from 1 to {MAX_RESULTS}, got {limit!r}")
-        after = _decode_token(next_token) if next_token else None
+        inputs.check_count("limit", limit)
+        after = inputs.after_token(next_token) if next_token else None
         with self._lock:
-            if not has_table(self._connection, "chunks"):
-                return VectorPage(vectors=[])
-            rows = self._connection.execute(
-                f"SELECT {CHUNK_COLUMNS}, {'embedding' if return_data else 'NULL'} FROM chunks"
-                " WHERE $1::VARCHAR IS NULL OR chunk_id > $1 ORDER BY chunk_id LIMIT $2",
-                [after, limit + 1],
-            ).fetchall()
-        chunks = [chunk_from_row(row[:-1], row[-1]) for row in rows[:limit]]
-        token = _encode_token(chunks[-1].chunk_id) if len(rows) > limit else None
+            chunks, more = chunk_table.page(self._connection, after, limit, return_data)
+        token = inputs.page_token(chunks[-1].chunk_id) if more else None
         return VectorPage(vectors=chunks, next_token=token)
 
     def sources(self) -> dict[str, int]:
         """Each source and how many chunks it has."""
         with self._lock:
-            if not has_table(self._connection, "chunks"):
-                return {}
-            rows = self._connection.execute(
-                "SELECT coalesce(source, ''), count(*) FROM chunks GROUP BY 1 ORDER BY 1"
-            ).fetchall()
-        return {source: count for source, count in rows}
+            return chunk_table.sources(self._connection)
 
     def report(self) -> IndexReport:
         """Path, backend, dimension, chunk count, sources and manifest; loads no model."""
@@ -423,16 +309,14 @@ class VectorStore:
             rescore: a SQL expression that re-weights the fused ``score`` of the candidates.
             vector: the query's embedding, if you have it already (skips embedding ``text``).
         """
-        _check_query(text)
-        _check_top_k(top_k)
-        scope = Scope(filter=filter, where=where)
-        rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
+        inputs.check_query(text)
+        scope, rescore = self._checked_scope(top_k, filter, where, rescore)
         if vector is None:
             query_vector = self._checked_embedder().embed_query([text])[0]
         else:
-            query_vector = self._checked_query_vector(vector)
+            query_vector = inputs.query_vector(vector, self._recorded_dimension())
         terms = tokenize(text) if hybrid else None
-        return self._search(query_vector, terms, top_k, scope, rescore)
+        return self._search(Query(query_vector, terms, top_k, scope, rescore))
 
     def query_text(
         self,
@@ -445,11 +329,9 @@ class VectorStore:
     ) -> list[SearchResult]:
         """Rank by exact-token BM25 alone; no model is loaded. Chunks with no query term
         are not returned."""
-        _check_query(text)
-        _check_top_k(top_k)
-        scope = Scope(filter=filter, where=where)
-        rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
-        return self._search(None, tokenize(text), top_k, scope, rescore)
+        inputs.check_query(text)
+        scope, rescore = self._checked_scope(top_k, filter, where, rescore)
+        return self._search(Query(None, tokenize(text), top_k, scope, rescore))
 
     def query_vectors(
         self,
@@ -461,71 +343,28 @@ class VectorStore:
         rescore: str | None = None,
     ) -> list[SearchResult]:
         """Rank by cosine similarity to a precomputed vector (S3 Vectors' ``QueryVectors``)."""
-        _check_top_k(top_k)
+        scope, rescore = self._checked_scope(top_k, filter, where, rescore)
+        query = inputs.query_vector(vector, self._recorded_dimension())
+        return self._search(Query(query, None, top_k, scope, rescore))
+
+    # -- internals ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _checked_scope(
+        top_k: int, filter: dict[str, Any] | None, where: str | None, rescore: str | None
+    ) -> tuple[Scope, str | None]:
+        inputs.check_count("top_k", top_k)
         scope = Scope(filter=filter, where=where)
-        rescore = validate_fragment(rescore, "rescore") if rescore is not None else None
-        query = self._checked_query_vector(vector)
-        return self._search(query, None, top_k, scope, rescore)
+        return scope, (validate_fragment(rescore, "rescore") if rescore is not None else None)
 
-    def _checked_query_vector(self, vector: Sequence[float] | np.ndarray) -> np.ndarray:
-        query = np.asarray(vector, dtype=np.float32).ravel()
-        dimension = self.manifest.dimension if self.manifest else None
-        if dimension is not None and len(query) != dimension:
-            raise ValueError(f"the query vector has {len(query)} dimensions, the index {dimension}")
-        if not np.isfinite(query).all():
-            raise ValueError("the query vector must not contain NaN or infinity")
-        return query
-
-    # -- internals: search -------------------------------------------------------------------
-
-    def _search(
-        self,
-        vector: np.ndarray | None,
-        terms: list[str] | None,
-        top_k: int,
-        scope: Scope,
-        rescore: str | None,
-    ) -> list[SearchResult]:
-        """Rank by the vector, the terms, or both (fused) when both are given."""
-        fusion = self.settings.fusion
-        fused_or_rescored = (vector is not None and terms is not None) or rescore is not None
-        depth = max(fusion.candidates, top_k) if fused_or_rescored else top_k
+    def _search(self, query: Query) -> list[SearchResult]:
         with self._lock:
             searcher = self._searcher()
             if searcher is None:
                 return []
-            try:
-                by_vector = (
-                    None if vector is None else searcher.vector_ranking(vector, depth, scope)
-                )
-                by_text = None if terms is None else searcher.lexical_ranking(terms, depth, scope)
-            except duckdb.Error as error:
-                if scope.is_everything:  # no user SQL involved: the file itself is damaged
-                    raise NotAnIndexError(
-                        f"{self.db_path} cannot be read: {first_line(error)}"
-                    ) from None
-                raise InvalidRankingSQLError(f"where/filter: {first_line(error)}") from None
-            if by_vector is not None and by_text is not None:
-                fused = fuse(by_vector, by_text, fusion)
-            elif by_vector is not None:
-                fused = FusedRanking.from_vector(by_vector)
-            else:
-                fused = FusedRanking.from_text(by_text)
-            if rescore is not None:
-                fused = self._rescore(fused, rescore)
-            top = fused.head(top_k)
-            chunks = searcher.chunks(top.keys)
-        return [
-            SearchResult(
-                chunk=chunk,
-                score=float(score),
-                vector_rank=int(vector_rank) or None,
-                text_rank=int(text_rank) or None,
+            return answer(
+                query, searcher, self._connection, self.settings.fusion, str(self.db_path)
             )
-            for chunk, score, vector_rank, text_rank in zip(
-                chunks, top.scores, top.vector_ranks, top.text_ranks, strict=True
-            )
-        ]
 
     def _searcher(self) -> Searcher | None:
         """What answers queries now, or None for an empty index."""
@@ -538,122 +377,37 @@ class VectorStore:
         self._memory = MemoryIndex.load(self._connection)
         return self._memory
 
-    def _rescore(self, fused: FusedRanking, expression: str) -> FusedRanking:
-        candidates = {
-            "key": fused.keys,
-            "score": fused.scores,
-            "vector_rank": np.ma.masked_equal(fused.vector_ranks, 0),
-            "text_rank": np.ma.masked_equal(fused.text_ranks, 0),
-        }
-        with registered(self._connection, "fused_candidates", candidates):
-            result = self._execute_user_sql(
-                f"SELECT key, CAST(({expression}) AS DOUBLE) AS score,"
-                " coalesce(vector_rank, 0), coalesce(text_rank, 0)"
-                " FROM fused_candidates JOIN chunks USING (key)"
-                " ORDER BY score DESC NULLS LAST, key",
-                [],
-            ).fetchnumpy()
-        columns = list(result.values())
-        return FusedRanking(
-            np.asarray(columns[0], dtype=np.int64),
-            np.nan_to_num(np.asarray(columns[1], dtype=np.float64), nan=-np.inf),
-            np.asarray(columns[2], dtype=np.int64),
-            np.asarray(columns[3], dtype=np.int64),
-        )
-
-    def _execute_user_sql(self, sql: str, parameters: list[Any]) -> duckdb.DuckDBPyConnection:
-        try:
-            return self._connection.execute(sql, parameters)
-        except duckdb.Error as error:
-            raise InvalidRankingSQLError(f"ranking SQL failed: {first_line(error)}") from error
-
-    # -- internals: writes -------------------------------------------------------------------
-
-    def _write(self, chunks: list[Chunk], vectors: np.ndarray | None) -> WriteStats:
-        """One batch with the caller's vectors (``put_vectors``)."""
-        self._require_writable()
-        if not chunks:
-            return WriteStats()
-        stamp = datetime.now(UTC)
-        with self._lock, self.transaction():
-            batch = writes.plan_batch(self._connection, chunks, vectors)
-            return self._apply(batch, batch.embeddings(None), stamp)
-
-    def _write_embedding_ahead(self, chunks: Iterable[Chunk], stamp: datetime) -> WriteStats:
-        """Write ``chunks`` in batches; each batch is embedded in a background thread while
-        the caller produces the next batch and the previous one is written.
-
-        Overlap is the point: for a fast local model, chunking, tokenizing and storing cost as
-        much as embedding, and a cloud embedder waits on the network. The thread only embeds
-        (no DuckDB calls); the store's lock and one transaction cover the whole write.
-        """
-        total = WriteStats()
-        seen_ids: set[str] = set()
-        embedding = ThreadPoolExecutor(1, thread_name_prefix="duckdb-vectors-embed")
-        pending: tuple[writes.PlannedBatch, Future[np.ndarray] | None] | None = None
-        try:
-            with self._lock, self.transaction(), ExitStack() as while_overlapping:
-                for number, chunk_batch in enumerate(_batched(chunks, WRITE_BATCH)):
-                    if number == 1:  # from here on DuckDB writes while a batch is embedded
-                        while_overlapping.enter_context(threads_reserved(self._connection, 1))
-                    batch = writes.plan_batch(self._connection, chunk_batch, None, seen_ids)
-                    texts = batch.texts_to_embed()
-                    future = (
-                        embedding.submit(self._checked_embedder().embed, texts) if texts else None
-                    )
-                    if pending is not None:
-                        total += self._apply_embedded(*pending, stamp)
-                    pending = (batch, future)
-                if pending is not None:
-                    total += self._apply_embedded(*pending, stamp)
-        finally:
-            # On an error or Ctrl-C, do not wait for a batch being embedded: it is discarded.
-            embedding.shutdown(wait=False, cancel_futures=True)
-        return total
-
-    def _apply_embedded(
-        self, batch: writes.PlannedBatch, future: Future[np.ndarray] | None, stamp: datetime
-    ) -> WriteStats:
-        return self._apply(batch, batch.embeddings(future.result() if future else None), stamp)
-
     def _apply(
         self, batch: writes.PlannedBatch, embeddings: np.ndarray | None, stamp: datetime
     ) -> WriteStats:
         if embeddings is not None:
-            self._check_dimension(embeddings.shape[1])
+            compatibility.check_written_dimension(self.db_path, self.manifest, embeddings.shape[1])
         self._memory = None
         return writes.apply_batch(self._connection, batch, embeddings, stamp)
 
-    def _delete_keys(self, keys: np.ndarray) -> None:
+    def _delete_keys(self, keys: np.ndarray) -> int:
         self._memory = None
-        writes.delete_keys(self._connection, keys)
+        chunk_table.delete_keys(self._connection, keys)
         if len(keys):
             documents.forget_orphans(self._connection)
+        return len(keys)
 
     def _refresh_manifest(self) -> None:
         self._memory = None
-        dimension = embedding_dimension(self._connection)
+        dimension = chunk_table.embedding_dimension(self._connection)
         if dimension is None:
             return  # nothing has ever been written: no dimension to record yet
-        count, content_hash = content_statistics(self._connection)
-        previous = self.manifest
+        count, content_hash = chunk_table.content_statistics(self._connection)
         fingerprint = self._embedder.fingerprint() if self._embedder_checked else None
-        fields: dict[str, Any] = {
-            "backend": self.backend,
-            "model_fingerprint": fingerprint or (previous.model_fingerprint if previous else None),
-            "dimension": dimension,
-            "tokenizer": TOKENIZER_NAME,
-            "schema_version": SCHEMA_VERSION,
-            "chunk_count": count,
-            "content_hash": content_hash,
-        }
-        if previous is not None:
-            fields["created_at"] = previous.created_at
-        manifest = Manifest(**fields)
-        write_manifest(self._connection, manifest)
-        self.manifest = manifest
-
-    # -- internals: checks -------------------------------------------------------------------
+        self.manifest = refreshed(
+            self.manifest,
+            backend=self.backend,
+            model_fingerprint=fingerprint,
+            dimension=dimension,
+            chunk_count=count,
+            content_hash=content_hash,
+        )
+        write_manifest(self._connection, self.manifest)
 
     def _open_index(self) -> Manifest | None:
         """Check (or migrate) the schema and read the manifest; damage is one clear error."""
@@ -663,62 +417,23 @@ class VectorStore:
             else:
                 migrate(self._connection)
             manifest = read_manifest(self._connection)
-            stored = embedding_dimension(self._connection)
+            stored = chunk_table.embedding_dimension(self._connection)
         except NotAnIndexError as error:
             raise NotAnIndexError(f"{self.db_path} is not a usable index: {error}") from None
         except duckdb.Error as error:
             raise NotAnIndexError(f"{self.db_path} cannot be read: {first_line(error)}") from None
-        if manifest is not None and stored is not None and manifest.dimension != stored:
-            raise IndexMismatchError(
-                f"{self.db_path}: its manifest says {manifest.dimension} dimensions but its vectors"
-                f" have {stored}; the file was altered, re-index it"
-            )
+        compatibility.check_stored_dimension(self.db_path, manifest, stored)
         return manifest
-
-    def _resolve_backend(self, embedder: Embedder | None) -> str:
-        recorded = self.manifest.backend if self.manifest else None
-        if self.manifest is not None and self.manifest.tokenizer != TOKENIZER_NAME:
-            raise IndexMismatchError(
-                f"{self.db_path} was built with tokenizer {self.manifest.tokenizer}, this version "
-                f"uses {TOKENIZER_NAME}; re-index it"
-            )
-        requested = embedder.spec if embedder is not None else self.settings.backend
-        if requested is None:
-            return recorded or DEFAULT_BACKEND
-        requested = canonical_backend(requested)
-        if recorded is not None and requested != canonical_backend(recorded):
-            raise IndexMismatchError(
-                f"{self.db_path} was built with backend {recorded}, not {requested}; "
-                f"use --backend {recorded} (or leave it unset), or re-index with the new backend"
-            )
-        return requested
 
     def _checked_embedder(self) -> Embedder:
         embedder = self.embedder
-        if self._embedder_checked or self.manifest is None:
-            self._embedder_checked = True
-            return embedder
-        if embedder.dimension != self.manifest.dimension:
-            raise IndexMismatchError(
-                f"{self.db_path} holds {self.manifest.dimension}-dimensional vectors but "
-                f"{self.backend} makes {embedder.dimension}-dimensional ones; re-index"
-            )
-        recorded, actual = self.manifest.model_fingerprint, embedder.fingerprint()
-        if recorded and actual and recorded != actual:
-            raise IndexMismatchError(
-                f"{self.db_path} was built with other model files for {self.backend} "
-                f"(fingerprint {recorded[:12]}, this model {actual[:12]}); "
-                "use the model it was built with, or re-index"
-            )
+        if not self._embedder_checked and self.manifest is not None:
+            compatibility.check_embedder(self.db_path, self.manifest, embedder, self.backend)
         self._embedder_checked = True
         return embedder
 
-    def _check_dimension(self, dimension: int | None) -> None:
-        recorded = self.manifest.dimension if self.manifest else None
-        if dimension is not None and recorded is not None and dimension != recorded:
-            raise IndexMismatchError(
-                f"{self.db_path} holds {recorded}-dimensional vectors, not {dimension}"
-            )
+    def _recorded_dimension(self) -> int | None:
+        return self.manifest.dimension if self.manifest else None
 
     def _dimension(self) -> int:
         if self.manifest is None:
@@ -757,40 +472,3 @@ class VectorStore:
                 raise
             finally:
                 self._transaction_depth = 0
-
-
-def _check_query(text: str) -> None:
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("the query text must be a non-empty string")
-    rows.check_utf8(text, "the query")
-
-
-def _checked_ids(keys: Sequence[str]) -> list[str]:
-    return [rows.check_utf8(key, "an id") if isinstance(key, str) else str(key) for key in keys]
-
-
-def _check_top_k(top_k: int) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_RESULTS:
-        raise ValueError(f"top_k must be an integer from 1 to {MAX_RESULTS}, got {top_k!r}")
-
-
-def _encode_token(chunk_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"after": chunk_id}).encode()).decode()
-
-
-def _decode_token(token: str) -> str:
-    try:
-        after = json.loads(base64.urlsafe_b64decode(token.encode()))["after"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(
-            "next_token is not valid; pass the token a previous page returned"
-        ) from error
-    if not isinstance(after, str):
-        raise ValueError("next_token is not valid; pass the token a previous page returned")
-    return after
-
-
-def _batched(items: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch

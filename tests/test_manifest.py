@@ -12,7 +12,8 @@ from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
 from duckdb_vectors import IndexMismatchError, NotAnIndexError, VectorStore
 from duckdb_vectors.embedders import BaseEmbedder, fingerprint_directory
-from duckdb_vectors.store import WRITE_BATCH
+from duckdb_vectors.schema import MIGRATIONS, SCHEMA_VERSION
+from duckdb_vectors.writes import WRITE_BATCH
 
 
 def build(path: Path, texts: list[str], **options) -> VectorStore:
@@ -115,7 +116,46 @@ def test_migrations_are_recorded_once(db_path: Path) -> None:
     VectorStore(db_path, model_path=STATIC_MODEL).close()
     with duckdb.connect(str(db_path), read_only=True) as connection:
         versions = connection.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()
-        assert versions == [(1,), (2,)]
+        assert versions == [(migration.version,) for migration in MIGRATIONS]
+
+
+def as_written_by_version_2(db_path: Path, *, written: bool = True) -> None:
+    """Make an index file what version 2 of the schema left: the same tables, but ``chunks``
+    only once something was written (version 3 creates it up front)."""
+    with duckdb.connect(str(db_path)) as connection:
+        connection.execute("DELETE FROM schema_migrations WHERE version > 2")
+        if not written:
+            connection.execute("DROP TABLE chunks")
+            connection.execute("DELETE FROM manifest")
+
+
+def test_an_index_of_schema_version_2_is_searched_read_only_without_migrating(
+    db_path: Path,
+) -> None:
+    build(db_path, ["apples are red", "the sky is blue"]).close()
+    as_written_by_version_2(db_path)
+    with VectorStore(db_path, read_only=True, model_path=STATIC_MODEL) as store:
+        assert store.query_text("sky", top_k=1)[0].chunk.text == "the sky is blue"
+        assert store.count() == 2
+    with VectorStore(db_path, model_path=STATIC_MODEL) as store:  # read-write: migrated
+        store.add_texts(["grass is green"])
+        assert store.count() == 3
+    with duckdb.connect(str(db_path), read_only=True) as connection:
+        assert connection.execute("SELECT max(version) FROM schema_migrations").fetchall() == [
+            (SCHEMA_VERSION,)
+        ]
+
+
+def test_a_never_written_index_of_schema_version_2_gets_its_chunks_table(db_path: Path) -> None:
+    build(db_path, ["x"]).close()
+    as_written_by_version_2(db_path, written=False)
+    with pytest.raises(NotAnIndexError, match="it is empty"):
+        VectorStore(db_path, read_only=True)
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        assert store.count() == 0
+        assert store.list_vectors().vectors == []
+        store.add_texts(["now it has one"])
+        assert [hit.chunk.text for hit in store.query("one")] == ["now it has one"]
 
 
 def test_a_newer_schema_is_refused(db_path: Path) -> None:

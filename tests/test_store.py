@@ -20,7 +20,7 @@ from duckdb_vectors import (
 )
 from duckdb_vectors.db import threads_reserved
 from duckdb_vectors.embedders.hashing import HashingEmbedder
-from duckdb_vectors.store import WRITE_BATCH
+from duckdb_vectors.writes import WRITE_BATCH
 
 
 def test_the_readme_walkthrough(db_path: Path) -> None:

@@ -1,0 +1,342 @@
+"""The ``chunks`` table, owned here as ``documents.py`` owns ``documents``: its columns, its DDL,
+the one encoder (chunks to rows) and the one decoder (rows to chunks), and the statements that
+read and change it by id, key or source.
+
+Adding a column means one ``Column`` here, its value in ``encode``, a migration in ``schema``,
+and, if callers should see it, the field of the same name on ``models.Chunk``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from .db import column, first_row, registered, scalar
+from .models import Chunk
+from .rows import embedding_text
+from .tokenizer import tokenize
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of ``chunks``.
+
+    Attributes:
+        name: the column name; a ``Chunk`` field of the same name is read back from it.
+        sql_type: its DuckDB type (``{dimension}`` is the embedding width).
+        constraint: ``NOT NULL``, ``PRIMARY KEY`` or nothing.
+        outside_etag: the etag (a hash of title and text) does not cover it, so it is rewritten
+            for a chunk whose etag is unchanged and is part of the index's content hash.
+        read_as: the SQL it is read back with, when that is not just its name.
+    """
+
+    name: str
+    sql_type: str
+    constraint: str = ""
+    outside_etag: bool = False
+    read_as: str | None = None
+
+    def definition(self, dimension: int) -> str:
+        return f"{self.name} {self.sql_type.format(dimension=int(dimension))} {self.constraint}"
+
+
+# Most chunks have no metadata: read back as NULL, it skips a json.loads per hit; a timestamp
+# read as epoch microseconds is a plain integer column for numpy.
+_METADATA_READ = "nullif(CAST(metadata AS VARCHAR), '{}')"
+# In table order.
+COLUMNS: tuple[Column, ...] = (
+    Column("key", "BIGINT", "NOT NULL"),
+    Column("chunk_id", "VARCHAR", "PRIMARY KEY"),
+    Column("text", "VARCHAR", "NOT NULL"),
+    Column("source", "VARCHAR", outside_etag=True),
+    Column("position", "INTEGER", outside_etag=True),
+    Column("title", "VARCHAR"),
+    Column(
+        "metadata", "JSON", outside_etag=True, read_as="nullif(CAST(metadata AS VARCHAR), '{}')"
+    ),
+    Column("etag", "VARCHAR", "NOT NULL"),
+    Column("stamped_at", "TIMESTAMPTZ", "NOT NULL", read_as="epoch_us(stamped_at)"),
+    Column("token_count", "INTEGER", "NOT NULL"),
+    Column("embedding", "FLOAT[{dimension}]", "NOT NULL"),
+)
+_BY_NAME = {column.name: column for column in COLUMNS}
+# The columns a ``Chunk`` is read back from (its embedding only when asked for).
+CHUNK_FIELDS: tuple[str, ...] = tuple(
+    name for name in _BY_NAME if name in Chunk.model_fields and name != "embedding"
+)
+# ``CHUNK_FIELDS`` as a select list whose rows ``decode`` takes.
+CHUNK_SELECT = ", ".join(
+    f"{_BY_NAME[name].read_as} AS {name}" if _BY_NAME[name].read_as else name
+    for name in CHUNK_FIELDS
+)
+# Columns a user's ``where`` or ``rescore`` fragment may name, typed for checking it unbound.
+SCOPE_COLUMNS: tuple[Column, ...] = tuple(c for c in COLUMNS if c.name != "embedding")
+
+
+def create_empty(connection: duckdb.DuckDBPyConnection) -> None:
+    """The table as a new index has it: every column but the embedding, whose width the first
+    write decides (see ``ensure_embedding``)."""
+    columns = ", ".join(c.definition(0) for c in COLUMNS if c.name != "embedding")
+    connection.execute(f"CREATE TABLE IF NOT EXISTS chunks ({columns})")
+
+
+def ensure_embedding(connection: duckdb.DuckDBPyConnection, dimension: int) -> None:
+    """Give a table that has no embedding column yet (so no rows) one of ``dimension``."""
+    if embedding_dimension(connection) is None:
+        columns = ", ".join(c.definition(dimension) for c in COLUMNS)
+        connection.execute(f"CREATE OR REPLACE TABLE chunks ({columns})")
+
+
+def embedding_dimension(connection: duckdb.DuckDBPyConnection) -> int | None:
+    """The width of the ``embedding`` column, or None before the first write."""
+    data_type = scalar(
+        connection,
+        "SELECT data_type FROM duckdb_columns() WHERE database_name = current_database()"
+        " AND table_name = 'chunks' AND column_name = 'embedding'",
+    )
+    return int(str(data_type).rsplit("[", 1)[1].rstrip("]")) if data_type else None
+
+
+# -- encoding and decoding -------------------------------------------------------------------
+
+
+def encode(
+    chunks: list[Chunk],
+    keys: np.ndarray,
+    etags: list[str],
+    metadata_json: list[str],
+    embeddings: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The rows of new chunks, column by column, for ``insert`` (``stamped_at`` is set there).
+
+    ``tokens`` holds each chunk's BM25 tokens joined by spaces (a token never contains one):
+    the postings are counted from it in SQL, which is faster than a Counter per chunk and
+    hands DuckDB one string per chunk instead of one per posting.
+    """
+    token_lists = [tokenize(embedding_text(chunk)) for chunk in chunks]
+    return {
+        "key": keys,
+        "chunk_id": column([chunk.chunk_id for chunk in chunks]),
+        "text": column([chunk.text for chunk in chunks]),
+        "source": column([chunk.source for chunk in chunks]),
+        "position": column([chunk.position for chunk in chunks], "int32"),
+        "title": column([chunk.title for chunk in chunks]),
+        "metadata": column(metadata_json),
+        "etag": column(etags),
+        "token_count": np.asarray([len(tokens) for tokens in token_lists], dtype=np.int32),
+        "tokens": column([" ".join(tokens) for tokens in token_lists]),
+        "embedding": column(list(np.ascontiguousarray(embeddings, dtype=np.float32))),
+    }
+
+
+def decode(record: dict[str, Any], embedding: Any = None) -> Chunk:
+    """A ``Chunk`` from a row read with ``CHUNK_SELECT`` (as a column-name -> value dict)."""
+    values = dict(record)
+    values["metadata"] = json.loads(values["metadata"]) if values["metadata"] else {}
+    values["stamped_at"] = datetime.fromtimestamp(values["stamped_at"] / 1e6, UTC)
+    if embedding is not None:
+        values["embedding"] = [float(x) for x in embedding]
+    return Chunk.model_validate(values)
+
+
+def _decode_rows(rows: list[tuple[Any, ...]]) -> list[Chunk]:
+    """Rows of ``CHUNK_SELECT`` followed by an embedding (or NULL) column."""
+    return [decode(dict(zip(CHUNK_FIELDS, row[:-1], strict=True)), row[-1]) for row in rows]
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def insert(
+    connection: duckdb.DuckDBPyConnection, rows: dict[str, np.ndarray], stamp: datetime
+) -> None:
+    """Insert rows made by ``encode``, and their postings."""
+    dimension = len(rows["embedding"][0])
+    values = {
+        "stamped_at": "$1",
+        "embedding": f"CAST(embedding AS FLOAT[{dimension}])",
+    }
+    names = ", ".join(c.name for c in COLUMNS)
+    selected = ", ".join(values.get(c.name, c.name) for c in COLUMNS)
+    with registered(connection, "new_chunks", rows):
+        connection.execute(
+            f"INSERT INTO chunks ({names}) SELECT {selected} FROM new_chunks", [stamp]
+        )
+        connection.execute(
+            "INSERT INTO postings SELECT term, key, CAST(count(*) AS INTEGER) FROM"
+            " (SELECT key, unnest(string_split(tokens, ' ')) AS term FROM new_chunks)"
+            " WHERE term <> '' GROUP BY key, term"
+        )
+
+
+def restamp_unchanged(
+    connection: duckdb.DuckDBPyConnection,
+    chunks: list[Chunk],
+    metadata_json: list[str],
+    stamp: datetime,
+) -> None:
+    """Rewrite what the etag does not cover, and the stamp, of chunks whose etag is unchanged."""
+    if not chunks:
+        return
+    updates = {
+        "chunk_id": column([chunk.chunk_id for chunk in chunks]),
+        "source": column([chunk.source for chunk in chunks]),
+        "position": column([chunk.position for chunk in chunks], "int32"),
+        "metadata": column(metadata_json),
+    }
+    outside_etag = [c for c in COLUMNS if c.outside_etag]
+    assignments = ", ".join(f"{c.name} = CAST(u.{c.name} AS {c.sql_type})" for c in outside_etag)
+    with registered(connection, "unchanged_chunks", updates):
+        connection.execute(
+            f"UPDATE chunks SET {assignments}, stamped_at = $1"
+            " FROM unchanged_chunks u WHERE chunks.chunk_id = u.chunk_id",
+            [stamp],
+        )
+
+
+def restamp_sources(
+    connection: duckdb.DuckDBPyConnection, sources: Sequence[str], stamp: datetime
+) -> None:
+    connection.execute(
+        "UPDATE chunks SET stamped_at = $1 WHERE source IN (SELECT unnest($2::VARCHAR[]))",
+        [stamp, list(sources)],
+    )
+
+
+def delete_keys(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> None:
+    """Delete chunks and their postings by row key."""
+    if len(keys) == 0:
+        return
+    key_list = [int(key) for key in keys]
+    connection.execute(
+        "DELETE FROM postings WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list]
+    )
+    connection.execute("DELETE FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list])
+
+
+def next_key(connection: duckdb.DuckDBPyConnection) -> int:
+    return int(scalar(connection, "SELECT coalesce(max(key), 0) + 1 FROM chunks"))
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def count(connection: duckdb.DuckDBPyConnection) -> int:
+    return int(scalar(connection, "SELECT count(*) FROM chunks"))
+
+
+def sources(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Each source ('' for chunks without one) and its number of chunks."""
+    found = connection.execute(
+        "SELECT coalesce(source, ''), count(*) FROM chunks GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    return dict(found)
+
+
+def keys_of(connection: duckdb.DuckDBPyConnection, chunk_ids: Sequence[str]) -> np.ndarray:
+    return connection.execute(
+        "SELECT key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+        [list(chunk_ids)],
+    ).fetchnumpy()["key"]
+
+
+def stale_keys(
+    connection: duckdb.DuckDBPyConnection, source_prefix: str, before: datetime
+) -> np.ndarray:
+    """Keys of chunks under ``source_prefix`` last written or confirmed before ``before``."""
+    return connection.execute(
+        "SELECT key FROM chunks WHERE source IS NOT NULL"
+        " AND starts_with(source, $1) AND stamped_at < $2",
+        [source_prefix, before],
+    ).fetchnumpy()["key"]
+
+
+def etags_of(connection: duckdb.DuckDBPyConnection, chunk_ids: list[str]) -> dict[str, str]:
+    found = connection.execute(
+        "SELECT chunk_id, etag FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+        [chunk_ids],
+    ).fetchall()
+    return dict(found)
+
+
+def embeddings_by_etag(
+    connection: duckdb.DuckDBPyConnection, etags: list[str]
+) -> dict[str, np.ndarray]:
+    """A stored vector for each of ``etags`` the index holds (any chunk with that etag)."""
+    if embedding_dimension(connection) is None:
+        return {}
+    # fetchnumpy: each vector arrives as a float32 array, not a list of Python floats (which
+    # made this lookup a sixth of re-indexing a folder of near-copies).
+    found = connection.execute(
+        "SELECT DISTINCT ON (etag) etag, embedding FROM chunks"
+        " WHERE etag IN (SELECT unnest($1::VARCHAR[]))",
+        [list(set(etags))],
+    ).fetchnumpy()
+    return dict(zip(found["etag"].tolist(), found["embedding"], strict=True))
+
+
+def by_keys(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> list[Chunk]:
+    """The chunks with these row keys, in that order (every key must exist)."""
+    if len(keys) == 0:
+        return []
+    found = connection.execute(
+        f"SELECT key, {CHUNK_SELECT}, NULL FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))",
+        [keys.tolist()],
+    ).fetchall()
+    by_key = {row[0]: row[1:] for row in found}
+    return _decode_rows([by_key[int(key)] for key in keys])
+
+
+def by_ids(
+    connection: duckdb.DuckDBPyConnection, chunk_ids: Sequence[str], with_embedding: bool
+) -> list[Chunk]:
+    """The chunks with these ids, in the order asked; ids not in the index are left out."""
+    found = connection.execute(
+        f"SELECT {CHUNK_SELECT}, {_embedding_column(connection, with_embedding)} FROM chunks"
+        " WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
+        [list(chunk_ids)],
+    ).fetchall()
+    by_id = {chunk.chunk_id: chunk for chunk in _decode_rows(found)}
+    return [by_id[chunk_id] for chunk_id in dict.fromkeys(chunk_ids) if chunk_id in by_id]
+
+
+def page(
+    connection: duckdb.DuckDBPyConnection, after: str | None, limit: int, with_embedding: bool
+) -> tuple[list[Chunk], bool]:
+    """Up to ``limit`` chunks in id order after ``after``, and whether more follow."""
+    found = connection.execute(
+        f"SELECT {CHUNK_SELECT}, {_embedding_column(connection, with_embedding)} FROM chunks"
+        " WHERE $1::VARCHAR IS NULL OR chunk_id > $1 ORDER BY chunk_id LIMIT $2",
+        [after, limit + 1],
+    ).fetchall()
+    return _decode_rows(found[:limit]), len(found) > limit
+
+
+def read_all(connection: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
+    """Every chunk's ``CHUNK_SELECT`` columns, one list per column, in key order."""
+    fetched = connection.sql(f"SELECT {CHUNK_SELECT} FROM chunks ORDER BY key").fetchnumpy()
+    return {name: values.tolist() for name, values in fetched.items()}
+
+
+def content_statistics(connection: duckdb.DuckDBPyConnection) -> tuple[int, str]:
+    """The chunk count and a content hash that depends only on what the chunks hold: ids,
+    etags, and what the etags do not cover. Write times are left out, so indexing the same
+    documents twice gives the same hash."""
+    parts = ", ".join(f"coalesce(CAST({c.name} AS VARCHAR), '')" for c in COLUMNS if c.outside_etag)
+    row = first_row(
+        connection,
+        "SELECT count(*), coalesce(sha256(string_agg("
+        f"  concat_ws(chr(31), chunk_id, etag, {parts}),"
+        "  chr(30) ORDER BY chunk_id)), '') FROM chunks",
+    )
+    return (int(row[0]), str(row[1])) if row else (0, "")
+
+
+def _embedding_column(connection: duckdb.DuckDBPyConnection, wanted: bool) -> str:
+    return "embedding" if wanted and embedding_dimension(connection) is not None else "NULL"

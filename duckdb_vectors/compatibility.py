@@ -1,0 +1,68 @@
+"""Whether an index and what opens it belong together: the backend, the model files, the
+dimension and the tokenizer it was built with, against those in use now.
+
+Each rule raises ``IndexMismatchError`` with what differs and what to do; nothing here reads
+or writes the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import DEFAULT_BACKEND
+from .embedders import Embedder, canonical_backend
+from .errors import IndexMismatchError
+from .manifest import Manifest
+from .tokenizer import TOKENIZER_NAME
+
+
+def check_stored_dimension(db_path: Path, manifest: Manifest | None, stored: int | None) -> None:
+    """The manifest and the vectors column must agree (else the file was altered)."""
+    if manifest is not None and stored is not None and manifest.dimension != stored:
+        raise IndexMismatchError(
+            f"{db_path}: its manifest says {manifest.dimension} dimensions but its vectors"
+            f" have {stored}; the file was altered, re-index it"
+        )
+
+
+def resolve_backend(db_path: Path, manifest: Manifest | None, requested: str | None) -> str:
+    """The backend to use: the one asked for, which must be the recorded one if there is one."""
+    if manifest is not None and manifest.tokenizer != TOKENIZER_NAME:
+        raise IndexMismatchError(
+            f"{db_path} was built with tokenizer {manifest.tokenizer}, this version "
+            f"uses {TOKENIZER_NAME}; re-index it"
+        )
+    recorded = manifest.backend if manifest else None
+    if requested is None:
+        return recorded or DEFAULT_BACKEND
+    requested = canonical_backend(requested)
+    if recorded is not None and requested != canonical_backend(recorded):
+        raise IndexMismatchError(
+            f"{db_path} was built with backend {recorded}, not {requested}; "
+            f"use --backend {recorded} (or leave it unset), or re-index with the new backend"
+        )
+    return requested
+
+
+def check_embedder(db_path: Path, manifest: Manifest, embedder: Embedder, backend: str) -> None:
+    """A loaded model must make vectors of the recorded width from the recorded files."""
+    if embedder.dimension != manifest.dimension:
+        raise IndexMismatchError(
+            f"{db_path} holds {manifest.dimension}-dimensional vectors but "
+            f"{backend} makes {embedder.dimension}-dimensional ones; re-index"
+        )
+    recorded, actual = manifest.model_fingerprint, embedder.fingerprint()
+    if recorded and actual and recorded != actual:
+        raise IndexMismatchError(
+            f"{db_path} was built with other model files for {backend} "
+            f"(fingerprint {recorded[:12]}, this model {actual[:12]}); "
+            "use the model it was built with, or re-index"
+        )
+
+
+def check_written_dimension(db_path: Path, manifest: Manifest | None, dimension: int) -> None:
+    """Vectors being written must have the recorded width."""
+    if manifest is not None and dimension != manifest.dimension:
+        raise IndexMismatchError(
+            f"{db_path} holds {manifest.dimension}-dimensional vectors, not {dimension}"
+        )
