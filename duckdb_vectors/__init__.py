@@ -1,6 +1,7 @@
 """duckdb-vectors: one DuckDB file is one index; hybrid retrieval with no server."""
 
 from .chunkers import register_chunker
+from .citations import UrlRule
 from .config import FusionSettings, Settings
 from .embedders import Embedder, EmbedderSpec, available_embedders, get_embedder, register_embedder
 from .errors import (
@@ -9,6 +10,7 @@ from .errors import (
     IndexMismatchError,
     InvalidFilterError,
     InvalidRankingSQLError,
+    InvalidUrlError,
     NotAnIndexError,
     ReadOnlyError,
 )
@@ -29,11 +31,13 @@ __all__ = [
     "IndexSummary",
     "InvalidFilterError",
     "InvalidRankingSQLError",
+    "InvalidUrlError",
     "Manifest",
     "NotAnIndexError",
     "ReadOnlyError",
     "SearchResult",
     "Settings",
+    "UrlRule",
     "VectorPage",
     "VectorStore",
     "WriteStats",

@@ -19,6 +19,7 @@ from typing import Any
 import click
 from loguru import logger
 
+from .citations import URL_STYLES, UrlRule, UrlStyle
 from .config import DEFAULT_BASE_IMAGE, Settings
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError
 from .indexer import DEFAULT_MAX_FILE_BYTES, index_folder
@@ -67,6 +68,29 @@ def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )
 
 
+def url_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--base-url and --url-style, passed on as one ``urls`` rule (index and bake)."""
+
+    def as_rule(context: click.Context, _: click.Parameter, style: UrlStyle) -> UrlRule:
+        return UrlRule(context.params.pop("base_url", None), style)
+
+    command = click.option(
+        "--url-style",
+        "urls",
+        type=click.Choice(URL_STYLES),
+        default="html",
+        show_default=True,
+        callback=as_rule,
+        help="How a source path becomes a page under --base-url: a.md -> a.html, a/, or a.md.",
+    )(command)
+    return click.option(
+        "--base-url",
+        metavar="URL",
+        is_eager=True,
+        help="Where the docs are published: each hit gets its page's URL, to cite.",
+    )(command)
+
+
 def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--db, --backend, --model-path and --json, shared by the verbs that open an index."""
     return db_option(model_options(json_option(command)))
@@ -112,6 +136,7 @@ Examples:
     help="Skip files larger than this many MB.",
 )
 @click.option("--source-prefix", default="", help="Prepended to sources; pruning stays inside it.")
+@url_options
 @click.option("--progress/--no-progress", default=None, help="Default: a bar on a terminal.")
 def index(
     folder: Path,
@@ -125,6 +150,7 @@ def index(
     include_hidden: bool,
     max_file_size: float,
     source_prefix: str,
+    urls: UrlRule,
     progress: bool | None,
 ) -> None:
     """Index FOLDER: chunk, embed and store what changed; prune what disappeared."""
@@ -138,6 +164,7 @@ def index(
             include_hidden=include_hidden,
             max_file_bytes=int(max_file_size * 1e6),
             source_prefix=source_prefix,
+            urls=urls,
             progress=progress,
         )
         empty = store.count() == 0
@@ -337,6 +364,7 @@ Examples:
 @click.option("--base-image", default=DEFAULT_BASE_IMAGE, show_default=True)
 @click.option("--platform", help="Target platform, e.g. linux/arm64, where the engine can.")
 @click.option("--no-cache", is_flag=True, help="Build every stage again, the toolkit too.")
+@url_options
 @json_option
 def bake(
     docs: Path,
@@ -348,6 +376,7 @@ def bake(
     base_image: str,
     platform: str | None,
     no_cache: bool,
+    urls: UrlRule,
     as_json: bool,
 ) -> None:
     """Bake the documents in DOCS into a verified index image: build, label, check, tag."""
@@ -366,6 +395,7 @@ def bake(
             base_image=base_image,
             platform=platform,
             no_cache=no_cache,
+            urls=urls,
         )
     except BuildError as error:  # the step's last lines, then the one-line error
         click.echo("\n".join(f"  | {line}" for line in error.log_tail), err=True)

@@ -27,5 +27,9 @@ class InvalidRankingSQLError(DuckDBVectorsError, ValueError):
     """An injected ranking SQL fragment is not a single read-only expression."""
 
 
+class InvalidUrlError(DuckDBVectorsError, ValueError):
+    """A base URL (or URL style) that cannot make citation URLs."""
+
+
 class EmbedderError(DuckDBVectorsError):
     """The embedding backend is unknown, misconfigured, or its model cannot be loaded."""

@@ -31,6 +31,7 @@ from .chunkers import (
     decode_text,
     default_chunker,
 )
+from .citations import UrlRule
 from .errors import DuckDBVectorsError
 from .models import Chunk
 from .progress import StatusLine
@@ -105,6 +106,7 @@ def index_folder(
     chunker: Chunker | BinaryChunker | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     source_prefix: str = "",
+    urls: UrlRule | None = None,
     progress: bool | None = None,
 ) -> IndexSummary:
     """Index every file of ``folder`` into ``store`` and prune what is no longer there.
@@ -124,6 +126,8 @@ def index_folder(
         max_file_bytes: larger files are skipped, with the reason in the summary.
         source_prefix: prepended to every source; pruning only touches sources with it, so
             several folders (or a runtime registry) can share one index.
+        urls: how each document's public URL is found (``citations.UrlRule``); by default
+            only from front matter naming an absolute URL.
         progress: show a progress bar on stderr; default: only when stderr is a terminal.
     """
     started = time.monotonic()
@@ -137,7 +141,7 @@ def index_folder(
         _walk(root, recursive, include_hidden, selection, source_prefix),
         key=lambda entry: entry.source,
     )
-    run = _Run(store, chunker, summary, max_file_bytes, source_prefix)
+    run = _Run(store, chunker, summary, max_file_bytes, source_prefix, urls or UrlRule())
     collector = _WarningCollector(summary)
     chunker_logger = logging.getLogger("duckdb_vectors.chunkers")
     chunker_logger.addHandler(collector)
@@ -180,14 +184,16 @@ class _Run:
         summary: IndexSummary,
         max_file_bytes: int,
         source_prefix: str,
+        urls: UrlRule,
     ) -> None:
         self.store = store
         self.chunker = chunker
         self.summary = summary
         self.max_file_bytes = max_file_bytes
         self.source_prefix = source_prefix
+        self.urls = urls
         self.stamp = datetime.now(UTC)
-        self.chunker_key = _chunker_key(chunker)
+        self.chunker_key = _chunker_key(chunker, urls)
         self.known = documents.known(store.connection, source_prefix)
         self.keep: list[str] = []  # sources whose stored chunks stay as they are
         self.documents: list[documents.Document] = []
@@ -232,7 +238,7 @@ class _Run:
         self.documents.append(
             documents.Document(entry.source, content_hash, mime_type, len(data), len(chunks))
         )
-        return chunks
+        return self.urls.cite(chunks, entry.source[len(self.source_prefix) :])
 
     def finish(self) -> None:
         self.store.restamp(self.keep, self.stamp)
@@ -343,9 +349,10 @@ def _mime_type(chunker: Chunker | BinaryChunker, source: str, data: bytes) -> st
     return chunker.mime_type(source, data[:8192]) if isinstance(chunker, CompositeChunker) else ""
 
 
-def _chunker_key(chunker: Chunker | BinaryChunker) -> str:
-    # Dataclass chunkers repr their settings, so changing e.g. max_chars re-chunks every file.
-    key = f"{chunkers.CHUNKING_VERSION}:{chunker!r}"
+def _chunker_key(chunker: Chunker | BinaryChunker, urls: UrlRule) -> str:
+    # Dataclass chunkers (and the URL rule) repr their settings, so changing e.g. max_chars or
+    # the base URL goes over every file again (a new URL alone re-embeds nothing).
+    key = f"{chunkers.CHUNKING_VERSION}:{chunker!r}:{urls!r}"
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

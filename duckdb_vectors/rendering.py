@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from .citations import url_of
 from .evaluation import ModeReport
 from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
@@ -31,6 +32,7 @@ class Hit(BaseModel):
     source: str | None
     title: str | None = Field(description="Heading breadcrumb, or None.")
     position: int | None
+    url: str | None = Field(description="The public page to cite, when the index knows it.")
     text: str = Field(description="The whole chunk text.")
     metadata: dict[str, Any]
     vector_rank: int | None = Field(description="Rank by vector similarity; None if unranked.")
@@ -46,6 +48,7 @@ class Hit(BaseModel):
             source=chunk.source,
             title=chunk.title,
             position=chunk.position,
+            url=url_of(chunk),
             text=chunk.text,
             metadata=chunk.metadata,
             vector_rank=hit.vector_rank,
@@ -75,7 +78,11 @@ def hits_as_text(hits: list[SearchResult], full_text: bool) -> str:
         chunk = hit.chunk
         heading = " | ".join(part for part in (chunk.source, chunk.title) if part)
         body = chunk.text if full_text else _snippet(chunk.text)
-        blocks.append(f"{rank}. [{hit.score:.3f}] {heading or chunk.chunk_id}\n{_indent(body)}")
+        url = url_of(chunk)
+        cited = f"\n   {url}" if url else ""
+        blocks.append(
+            f"{rank}. [{hit.score:.3f}] {heading or chunk.chunk_id}{cited}\n{_indent(body)}"
+        )
     return "\n\n".join(blocks)
 
 

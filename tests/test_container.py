@@ -139,6 +139,8 @@ def baked(installed: Path, docs: Path) -> Iterator[dict]:
             "--json",
             "--label",
             "team=search",
+            "--base-url",
+            "https://docs.example.com/",
             cwd=docs.parent,
             DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
         )
@@ -247,6 +249,7 @@ def test_search_answers_from_the_baked_index(image: str) -> None:
     payload = json.loads(result.stdout)
     assert payload["results"][0]["source"] == "guides/searching.md"
     assert payload["results"][0]["title"] == "Searching > Retries and timeouts"
+    assert payload["results"][0]["url"] == "https://docs.example.com/guides/searching.html"
 
 
 def test_hardened_run_with_no_network_and_a_read_only_root(image: str) -> None:

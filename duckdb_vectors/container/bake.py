@@ -23,6 +23,7 @@ import docker
 from mcp.types import LATEST_PROTOCOL_VERSION
 from pydantic import BaseModel, Field
 
+from ..citations import UrlRule
 from ..config import DEFAULT_BACKEND, DEFAULT_BASE_IMAGE, Settings
 from ..errors import DuckDBVectorsError
 from ..indexer import FileProblem, IndexSummary, first_indexable_file
@@ -82,13 +83,15 @@ def bake(
     base_image: str = DEFAULT_BASE_IMAGE,
     platform: str | None = None,
     no_cache: bool = False,
+    urls: UrlRule | None = None,
     status: StatusLine | None = None,
 ) -> BakeSummary:
     """Bake the documents in ``docs`` into an image tagged ``tag``.
 
     ``backend`` and ``model_path`` are resolved as ``index`` resolves them (argument, then
     ``DUCKDB_VECTORS_BACKEND`` / ``DUCKDB_VECTORS_MODEL_PATH``, then the default); with no
-    model folder the build downloads the model.
+    model folder the build downloads the model. ``urls`` is how the index run finds each
+    document's URL (``index --base-url``).
     """
     settings = Settings.resolve(backend=backend, model_path=model_path)
     backend = settings.backend or DEFAULT_BACKEND
@@ -104,7 +107,9 @@ def bake(
             client,
             context.archive,
             dockerfile=RUNTIME_DOCKERFILE,
-            buildargs=context.buildargs | {"BACKEND": backend, "PYTHON_IMAGE": base_image},
+            buildargs=context.buildargs
+            | {"BACKEND": backend, "PYTHON_IMAGE": base_image}
+            | _url_buildargs(urls or UrlRule()),
             platform=platform,
             no_cache=no_cache,
             status=status,
@@ -218,3 +223,7 @@ def _checked_model(model_path: Path | None) -> Path | None:
             " DUCKDB_VECTORS_MODEL_PATH, or leave both unset to download the model"
         )
     return model_path
+
+
+def _url_buildargs(urls: UrlRule) -> dict[str, str]:
+    return {"BASE_URL": urls.base_url or "", "URL_STYLE": urls.style}
