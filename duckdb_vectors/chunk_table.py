@@ -318,6 +318,23 @@ def page(
     return _decode_rows(found[:limit]), len(found) > limit
 
 
+def by_source(
+    connection: duckdb.DuckDBPyConnection,
+    source: str,
+    positions: tuple[int, int] | None = None,
+) -> list[Chunk]:
+    """The chunks of one source in position order; ``positions``: only those from the first
+    to the last given, inclusive."""
+    low, high = positions if positions is not None else (None, None)
+    found = connection.execute(
+        f"SELECT {CHUNK_SELECT}, NULL FROM chunks WHERE source = $1"
+        " AND ($2::INTEGER IS NULL OR position BETWEEN $2 AND $3)"
+        " ORDER BY position NULLS LAST, chunk_id",
+        [source, low, high],
+    ).fetchall()
+    return _decode_rows(found)
+
+
 def read_all(connection: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
     """Every chunk's ``CHUNK_SELECT`` columns, one list per column, in key order."""
     fetched = connection.sql(f"SELECT {CHUNK_SELECT} FROM chunks ORDER BY key").fetchnumpy()

@@ -22,6 +22,8 @@ from .errors import InvalidUrlError
 from .models import Chunk
 
 URL_KEY = "url"  # the metadata key a chunk's URL is recorded under
+# Every document of an index is a resource at this URI (the MCP server reads them).
+DOCUMENT_URI_PREFIX = "duckdb-vectors://doc/"
 FRONT_MATTER_KEYS = ("permalink", "url", "slug", "redirect_from")
 UrlStyle = Literal["html", "pretty", "source"]
 URL_STYLES: tuple[UrlStyle, ...] = ("html", "pretty", "source")
@@ -88,6 +90,11 @@ class UrlRule:
             return str(page.with_suffix(".html"))
         folder = page.parent if page.stem.lower() == "index" else page.with_suffix("")
         return "" if str(folder) == "." else f"{folder}/"
+
+
+def document_uri(source: str | None) -> str | None:
+    """The resource URI of the document ``source``, if the chunk has a source."""
+    return None if source is None else DOCUMENT_URI_PREFIX + quote(source, safe="/")
 
 
 def url_of(chunk: Chunk) -> str | None:

@@ -22,14 +22,16 @@ from loguru import logger
 from .citations import URL_STYLES, UrlRule, UrlStyle
 from .config import DEFAULT_BASE_IMAGE, Settings
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError
+from .fetching import MAX_CONTEXT
+from .fetching import fetch as fetch_text
 from .indexer import DEFAULT_MAX_FILE_BYTES, index_folder
 from .rendering import (
+    MIN_MAX_TOKENS,
+    SearchOutput,
     bake_summary_as_text,
     evaluation_as_text,
-    hits_as_text,
     image_manifest_as_text,
     report_as_text,
-    search_record,
     summary_as_text,
 )
 from .store import MAX_RESULTS, VectorStore
@@ -88,6 +90,14 @@ def url_options(command: Callable[..., Any]) -> Callable[..., Any]:
         metavar="URL",
         is_eager=True,
         help="Where the docs are published: each hit gets its page's URL, to cite.",
+    )(command)
+
+
+def max_tokens_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--max-tokens",
+        type=click.IntRange(MIN_MAX_TOKENS),
+        help="Fit the output within about this many tokens (characters/4) [default: all].",
     )(command)
 
 
@@ -212,6 +222,8 @@ Examples:
 @click.option("--vector-only", is_flag=True, help="Rank by vector similarity alone.")
 @click.option("--text-only", is_flag=True, help="Rank by BM25 alone (loads no model).")
 @click.option("--full", is_flag=True, help="Print each chunk's whole text, not a snippet.")
+@click.option("--one-per-source", is_flag=True, help="At most one hit per document.")
+@max_tokens_option
 def search(
     query: str,
     db_path: Path | None,
@@ -225,6 +237,8 @@ def search(
     vector_only: bool,
     text_only: bool,
     full: bool,
+    one_per_source: bool,
+    max_tokens: int | None,
 ) -> None:
     """Search the index for QUERY (hybrid: vector + exact-token BM25)."""
     if vector_only and text_only:
@@ -239,15 +253,60 @@ def search(
                 f"{store.db_path} is empty: index documents into it first"
                 f" (duckdb-vectors index FOLDER --db {store.db_path})"
             )
-        options: dict[str, Any] = {"filter": metadata_filter, "where": where, "rescore": rescore}
+        options: dict[str, Any] = {
+            "filter": metadata_filter,
+            "where": where,
+            "rescore": rescore,
+            "one_per_source": one_per_source,
+        }
         if text_only:
             hits = store.query_text(query, top_k, **options)
         else:
             hits = store.query(query, top_k, hybrid=not vector_only, **options)
+    output = SearchOutput.of(query, hits, max_tokens)
     if as_json:
-        click.echo(json.dumps(search_record(query, hits), ensure_ascii=False, indent=2))
+        click.echo(output.model_dump_json(indent=2))
     else:
-        click.echo(hits_as_text(hits, full_text=full))
+        click.echo(output.as_text(full_text=full))
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  duckdb-vectors fetch guides/searching.md             # the whole document
+  duckdb-vectors fetch 'guides/searching.md#2' --context 1
+  duckdb-vectors fetch guides/searching.md --max-tokens 2000 --offset 8000 --json
+"""
+)
+@click.argument("id")
+@db_option
+@json_option
+@click.option(
+    "--context",
+    type=click.IntRange(0, MAX_CONTEXT),
+    default=0,
+    show_default=True,
+    help="For a chunk id: how many chunks of its document to add on each side.",
+)
+@max_tokens_option
+@click.option(
+    "--offset", type=click.IntRange(0), default=0, help="Start here (a previous next_offset)."
+)
+def fetch(
+    id: str,
+    db_path: Path | None,
+    as_json: bool,
+    context: int,
+    max_tokens: int | None,
+    offset: int,
+) -> None:
+    """Print a document (ID is a source) or a chunk and its neighbours (ID is a chunk_id)."""
+    with VectorStore(db_path, read_only=True, memory_index=False) as store:
+        fetched = fetch_text(store, id, context=context, max_tokens=max_tokens, offset=offset)
+    click.echo(fetched.model_dump_json(indent=2) if as_json else fetched.text)
+    if not as_json and fetched.next_offset is not None:
+        left = fetched.total_chars - fetched.next_offset
+        click.echo(f"{left} more characters: add --offset {fetched.next_offset}", err=True)
 
 
 @cli.command(

@@ -1,36 +1,119 @@
-"""``duckdb-vectors mcp``: retrieval as two read-only tools over stdio (Model Context Protocol).
+"""``duckdb-vectors mcp``: retrieval for agents over the Model Context Protocol.
 
-An agent (Docker Agent, Claude Desktop, Claude Code, Cursor) spawns this as a subprocess and
-speaks JSON-RPC on its stdin/stdout. The index file is opened before the server starts (a bad
-path fails at once, with one line on stderr); the model and the in-memory index load in a
-background thread, so ``initialize`` is answered immediately and the first ``search`` waits
-only for what is left of the load.
+Three read-only tools — ``search``, ``fetch`` and ``report`` — and the index's documents as
+resources (``duckdb-vectors://doc/{source}``, listed a page at a time) plus the report
+(``duckdb-vectors://report``).
+
+The index file is opened before the server starts (a bad path fails at once, with one line on
+stderr); the model and the in-memory index load in a background thread, so ``initialize`` is
+answered immediately and the first ``search`` waits only for what is left of the load.
+
+Every argument is checked here, so a bad one is one plain sentence naming it and what is
+allowed (the SDK's own validation would answer with pydantic's multi-line report). The JSON
+schema still advertises each bound to clients.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
+import json
+import re
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.types import Resource as MCPResource
+from pydantic import WithJsonSchema
 
+from .citations import DOCUMENT_URI_PREFIX, document_uri
 from .db import first_line
+from .fetching import MAX_CONTEXT, Fetched, fetch, render
 from .manifest import package_version
 from .models import IndexReport
-from .rendering import SearchOutput, hits_as_text, report_as_text, search_record
+from .rendering import MIN_MAX_TOKENS, SearchOutput, report_as_text
 from .store import VectorStore
 
 # The most hits one tool call returns: an agent pays for every token of a tool's output.
 AGENT_MAX_RESULTS = 50
+# A default call fits well under the 25,000 tokens Claude Code accepts, even at top_k=50 and
+# with the text and the structured content both counted; the ceiling is below that limit.
+DEFAULT_MAX_TOKENS = 8_000
+AGENT_MAX_TOKENS = 20_000
+RESOURCES_PAGE = 100  # documents per resources/list page
+# pydantic's report, as the SDK words a refused tool call: "Error executing tool search: 1
+# validation error for searchArguments\nquery\n  Field required [type=missing, ...".
+_VALIDATION_REPORT = re.compile(
+    r"(?P<prefix>Error executing tool \S+: )\d+ validation errors? for \S+\n(?P<problems>.*)", re.S
+)
+_VALIDATION_PROBLEM = re.compile(r"^(\S[^\n]*)\n  ([^\n\[]+?) \[type=(\w+)", re.M)
+REPORT_URI = "duckdb-vectors://report"
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False
+)
+
+
+def _argument(schema: dict[str, Any]) -> Any:
+    """An argument the tool checks itself, advertised to clients with ``schema``."""
+    return Annotated[Any, WithJsonSchema(schema)]
+
+
+Query = _argument({"type": "string", "description": "What to look for, in natural language."})
+TopK = _argument(
+    {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": AGENT_MAX_RESULTS,
+        "description": "How many chunks to return.",
+    }
+)
+MaxTokens = _argument(
+    {
+        "type": "integer",
+        "minimum": MIN_MAX_TOKENS,
+        "maximum": AGENT_MAX_TOKENS,
+        "description": "Budget for the whole output, in tokens (about 4 characters each): "
+        "hits past it are left out and named, the last one cut with a marker.",
+    }
+)
+Flag = _argument({"type": "boolean", "description": "At most one hit per document."})
+Filter = _argument(
+    {
+        "type": ["object", "null"],
+        "description": "Optional metadata filter, S3 Vectors syntax, e.g. "
+        '{"kind": "guide"} or {"year": {"$gte": 2024}}.',
+    }
+)
+Id = _argument(
+    {
+        "type": "string",
+        "description": "A hit's chunk_id (that chunk) or source (the whole document).",
+    }
+)
+Neighbours = _argument(
+    {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": MAX_CONTEXT,
+        "description": "For a chunk_id: how many chunks of its document to add on each side.",
+    }
+)
+Offset = _argument(
+    {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Where to start, in characters: a previous answer's next_offset.",
+    }
 )
 
 
@@ -59,7 +142,29 @@ class _WarmUp:
             raise ToolError(f"the model could not be loaded: {self.error}")
 
 
-def build_server(store: VectorStore) -> MCPServer:
+class IndexServer(MCPServer):
+    """An MCP server whose resources are the documents of one index."""
+
+    def __init__(self, store: VectorStore, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.store = store
+
+    async def list_resources(self) -> list[MCPResource]:
+        """The report, then every document, in source order (paged by ``paginate``)."""
+        documents = [
+            MCPResource(
+                uri=document_uri(source) or "",
+                name=source,
+                mime_type="text/markdown",
+                description=f"{count} chunks",
+            )
+            for source, count in self.store.sources().items()
+            if source
+        ]
+        return [*await super().list_resources(), *documents]
+
+
+def build_server(store: VectorStore) -> IndexServer:
     """An MCP server answering from ``store``; its warm-up starts when the server does."""
     warm_up = _WarmUp(store)
 
@@ -68,56 +173,164 @@ def build_server(store: VectorStore) -> MCPServer:
         warm_up.start()
         yield
 
-    server = MCPServer(
+    server = IndexServer(
+        store,
         name="duckdb-vectors",
         version=package_version(),
         title="duckdb-vectors retrieval",
         instructions=(
             "Search a document index with `search` (hybrid: meaning and exact words, so codes "
-            "and identifiers are found too). Each result has its source, heading path and text. "
-            "`report` describes the index: sources, size, model."
+            "and identifiers are found too). Each hit has its source, heading path, text, a "
+            "`uri` and, where known, a `url` to cite. `fetch` a hit's chunk_id (with `context` "
+            "for its neighbours) or its source (the whole document). `report` describes the "
+            "index. Outputs stay within `max_tokens` and say what they left out."
         ),
         lifespan=lifespan,
         log_level="WARNING",
     )
+    server.middleware.extend([paginate_resources, plain_argument_errors])
 
     @server.tool(title="Search the index", annotations=READ_ONLY)
     def search(
-        query: Annotated[str, Field(description="What to look for, in natural language.")],
-        top_k: Annotated[
-            int, Field(ge=1, le=AGENT_MAX_RESULTS, description="How many chunks to return.")
-        ] = 5,
-        filter: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description="Optional metadata filter, S3 Vectors syntax, e.g. "
-                '{"kind": "guide"} or {"year": {"$gte": 2024}}.'
-            ),
-        ] = None,
+        query: Query,
+        top_k: TopK = 5,
+        filter: Filter = None,
+        one_per_source: Flag = False,
+        max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
     ) -> Annotated[CallToolResult, SearchOutput]:
-        """Hybrid search: ranked chunks with their source, title and text."""
-        if not query.strip():
-            raise ToolError("query must be a non-empty string, e.g. 'how do retries work?'")
+        """Hybrid search: ranked chunks with their source, title, text and citation."""
+        query = _text("query", query, "e.g. 'how do retries work?'")
+        top_k = _integer("top_k", top_k, 1, AGENT_MAX_RESULTS)
+        max_tokens = _integer("max_tokens", max_tokens, MIN_MAX_TOKENS, AGENT_MAX_TOKENS)
+        if filter is not None and not isinstance(filter, dict):
+            raise ToolError('filter must be a JSON object, e.g. {"kind": "guide"}.')
+        if not isinstance(one_per_source, bool):
+            raise ToolError("one_per_source must be true or false.")
         warm_up.wait()
         try:
-            hits = store.query(query, top_k, filter=filter)
+            hits = store.query(query, top_k, filter=filter, one_per_source=one_per_source)
         except Exception as error:  # the model must read what to fix, whatever went wrong
             raise ToolError(first_line(error)) from None
+        output = SearchOutput.of(query, hits, max_tokens)
         return CallToolResult(
-            content=[TextContent(type="text", text=hits_as_text(hits, full_text=True))],
-            structured_content=search_record(query, hits),
+            content=[TextContent(type="text", text=output.as_text(full_text=True))],
+            structured_content=output.model_dump(mode="json"),
+        )
+
+    @server.tool(name="fetch", title="Read a document or a hit in context", annotations=READ_ONLY)
+    def fetch_tool(
+        id: Id,
+        context: Neighbours = 0,
+        max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
+        offset: Offset = 0,
+    ) -> Annotated[CallToolResult, Fetched]:
+        """A whole document (id = a source) or a chunk with its neighbours (id = a chunk_id),
+        in reading order, a page at a time: pass next_offset as offset for the next page."""
+        id = _text("id", id, "a hit's chunk_id or source, from search")
+        context = _integer("context", context, 0, MAX_CONTEXT)
+        max_tokens = _integer("max_tokens", max_tokens, MIN_MAX_TOKENS, AGENT_MAX_TOKENS)
+        offset = _integer("offset", offset, 0, None)
+        try:
+            fetched = fetch(store, id, context=context, max_tokens=max_tokens, offset=offset)
+        except Exception as error:
+            raise ToolError(first_line(error)) from None
+        return CallToolResult(
+            content=[TextContent(type="text", text=fetched.as_text())],
+            structured_content=fetched.model_dump(mode="json"),
         )
 
     @server.tool(title="Describe the index", annotations=READ_ONLY)
     def report() -> Annotated[CallToolResult, IndexReport]:
         """The index: path, backend, dimensions, chunk count, sources, manifest."""
         result = store.report()
+        more = "all sources are in the structured content and in resources/list"
         return CallToolResult(
-            content=[TextContent(type="text", text=report_as_text(result))],
+            content=[TextContent(type="text", text=report_as_text(result, more))],
             structured_content=result.model_dump(mode="json"),
         )
 
+    @server.resource(REPORT_URI, name="report", mime_type="application/json")
+    def report_resource() -> str:
+        """The index report: backend, dimension, chunk count, sources, manifest."""
+        return store.report().model_dump_json(indent=2)
+
+    @server.resource(DOCUMENT_URI_PREFIX + "{+source}", name="document", mime_type="text/markdown")
+    def document(source: str) -> str:
+        """A document of the index, its chunks in reading order."""
+        chunks = store.document(unquote(source))
+        if not chunks:
+            raise ResourceError(f"no document {source!r} in the index; see resources/list")
+        return render(chunks, with_header=True)
+
     return server
+
+
+async def paginate_resources(
+    ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """``resources/list`` a page of ``RESOURCES_PAGE`` at a time, with an opaque cursor (the
+    SDK's handler lists everything; an index can hold many thousand documents)."""
+    if ctx.method != "resources/list":
+        return await call_next(ctx)
+    params = dict(ctx.params or {})
+    start = _cursor_offset(params.pop("cursor", None))
+    result = await call_next(dataclasses.replace(ctx, params=params))
+    if not isinstance(result, dict):
+        return result
+    resources = result.get("resources", [])
+    end = start + RESOURCES_PAGE
+    page = {**result, "resources": resources[start:end]}
+    if end < len(resources):
+        page["nextCursor"] = base64.urlsafe_b64encode(json.dumps({"offset": end}).encode()).decode()
+    return page
+
+
+async def plain_argument_errors(
+    ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """A tool call whose arguments the SDK itself refused (a required one missing) answers
+    with one sentence instead of pydantic's multi-line report."""
+    result = await call_next(ctx)
+    if ctx.method != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
+        return result
+    content = result.get("content") or [{}]
+    report = _VALIDATION_REPORT.match(str(content[0].get("text", "")))
+    if report is None:
+        return result
+    problems = [
+        f"{field} is required" if kind == "missing" else f"{field}: {message.rstrip('.')}"
+        for field, message, kind in _VALIDATION_PROBLEM.findall(report.group("problems"))
+    ]
+    sentence = "; ".join(problems) or "the arguments are not valid"
+    text = f"{report.group('prefix')}{sentence} (see the tool's input schema)."
+    return {**result, "content": [{"type": "text", "text": text}]}
+
+
+def _cursor_offset(cursor: Any) -> int:
+    if cursor is None:
+        return 0
+    try:
+        offset = json.loads(base64.urlsafe_b64decode(str(cursor).encode()))["offset"]
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        offset = None
+    if not isinstance(offset, int) or offset < 0:
+        raise MCPError(INVALID_PARAMS, "cursor is not valid; pass the nextCursor a page returned")
+    return offset
+
+
+def _integer(name: str, value: Any, low: int, high: int | None) -> int:
+    """``value`` if it is an integer within the bounds, else a one-sentence ToolError."""
+    is_integer = isinstance(value, int) and not isinstance(value, bool)
+    if is_integer and value >= low and (high is None or value <= high):
+        return value
+    allowed = f"from {low} to {high}" if high is not None else f"of {low} or more"
+    raise ToolError(f"{name} must be an integer {allowed}, got {value!r}.")
+
+
+def _text(name: str, value: Any, example: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"{name} must be a non-empty string, {example}.")
+    return value
 
 
 def serve(

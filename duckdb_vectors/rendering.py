@@ -6,11 +6,13 @@ documented in docs/json-output.md; change them only in a backwards-compatible wa
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from .citations import url_of
+from .budget import TRUNCATION_MARKER, estimate_tokens, fit
+from .citations import document_uri, url_of
 from .evaluation import ModeReport
 from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
@@ -20,6 +22,9 @@ if TYPE_CHECKING:  # the container modules import the Docker SDK: not needed to 
     from .container.labels import ImageManifest
 
 SNIPPET_CHARS = 240
+# A hit cut to fit max_tokens is kept only if at least this much of its text fits.
+MIN_TRUNCATED_TOKENS = 50
+MIN_MAX_TOKENS = 200  # below this not even one hit (or page) is worth reading
 REPORT_SOURCES = 50  # the text form lists at most this many sources; JSON lists all
 
 
@@ -32,8 +37,9 @@ class Hit(BaseModel):
     source: str | None
     title: str | None = Field(description="Heading breadcrumb, or None.")
     position: int | None
+    uri: str | None = Field(description="The document as a resource (MCP), for fetch.")
     url: str | None = Field(description="The public page to cite, when the index knows it.")
-    text: str = Field(description="The whole chunk text.")
+    text: str = Field(description="The whole chunk text (cut short only to fit max_tokens).")
     metadata: dict[str, Any]
     vector_rank: int | None = Field(description="Rank by vector similarity; None if unranked.")
     text_rank: int | None = Field(description="Rank by BM25; None if the words did not match.")
@@ -48,6 +54,7 @@ class Hit(BaseModel):
             source=chunk.source,
             title=chunk.title,
             position=chunk.position,
+            uri=document_uri(chunk.source),
             url=url_of(chunk),
             text=chunk.text,
             metadata=chunk.metadata,
@@ -61,32 +68,86 @@ class SearchOutput(BaseModel):
 
     query: str
     results: list[Hit]
+    truncated: str | None = Field(
+        None, description="The chunk_id of the last hit, if its text was cut to fit max_tokens."
+    )
+    left_out: list[str] = Field(
+        default_factory=list, description="chunk_ids of hits left out to fit max_tokens."
+    )
 
+    @classmethod
+    def of(
+        cls, query: str, hits: list[SearchResult], max_tokens: int | None = None
+    ) -> SearchOutput:
+        """The answer within ``max_tokens`` (measured on its JSON form, which is longer than
+        its text form): cut at a hit, the last hit that fits in part cut with a marker, and
+        the ids of the hits left out listed (their cost is reserved as the cut is chosen)."""
+        output = cls(query=query, results=[Hit.of(rank, hit) for rank, hit in enumerate(hits, 1)])
+        if max_tokens is None:
+            return output
+        ids = [hit.chunk_id for hit in output.results]
+        # What listing the ids from i on costs, and the truncated field naming one of them.
+        listing = [estimate_tokens(json.dumps(ids[i:])) for i in range(len(ids) + 1)]
+        longest_id = max((len(chunk_id) for chunk_id in ids), default=0)
+        frame = estimate_tokens(output.model_copy(update={"results": []}).model_dump_json())
+        used = frame + estimate_tokens(f'"truncated":"{"x" * longest_id}",')
+        for index, hit in enumerate(output.results):
+            cost = estimate_tokens(hit.model_dump_json()) + 1  # and its comma
+            if used + cost + listing[index + 1] > max_tokens:
+                return output._cut(index, max_tokens - used - listing[index + 1])
+            used += cost
+        return output
 
-def search_record(query: str, hits: list[SearchResult]) -> dict[str, Any]:
-    """The hit JSON of a search, as a plain dict."""
-    results = [Hit.of(rank, hit) for rank, hit in enumerate(hits, 1)]
-    return SearchOutput(query=query, results=results).model_dump(mode="json")
-
-
-def hits_as_text(hits: list[SearchResult], full_text: bool) -> str:
-    """Readable hits: rank, score, source and title, then the text (or a one-line snippet)."""
-    if not hits:
-        return "No results."
-    blocks = []
-    for rank, hit in enumerate(hits, 1):
-        chunk = hit.chunk
-        heading = " | ".join(part for part in (chunk.source, chunk.title) if part)
-        body = chunk.text if full_text else _snippet(chunk.text)
-        url = url_of(chunk)
-        cited = f"\n   {url}" if url else ""
-        blocks.append(
-            f"{rank}. [{hit.score:.3f}] {heading or chunk.chunk_id}{cited}\n{_indent(body)}"
+    def _cut(self, index: int, room: int) -> SearchOutput:
+        """Keep the hits before ``index``; the one at ``index`` too, its text cut to fit
+        ``room`` tokens, if enough of it fits to be worth reading; name the rest."""
+        kept, rest = self.results[:index], self.results[index:]
+        hit = rest[0]
+        text_room = room - estimate_tokens(hit.model_copy(update={"text": ""}).model_dump_json())
+        truncated = None
+        if text_room >= MIN_TRUNCATED_TOKENS:
+            marker = estimate_tokens(TRUNCATION_MARKER)
+            text = fit(hit.text, text_room - marker) + TRUNCATION_MARKER
+            kept, rest = [*kept, hit.model_copy(update={"text": text})], rest[1:]
+            truncated = hit.chunk_id
+        left_out = [left.chunk_id for left in rest]
+        return self.model_copy(
+            update={"results": kept, "truncated": truncated, "left_out": left_out}
         )
-    return "\n\n".join(blocks)
+
+    def as_text(self, full_text: bool) -> str:
+        """Readable hits: rank, score, source and title, the URL, then the text (or a
+        one-line snippet); then what ``max_tokens`` cut or left out."""
+        if not self.results:
+            return "No results."
+        blocks = []
+        for hit in self.results:
+            heading = " | ".join(part for part in (hit.source, hit.title) if part)
+            body = hit.text if full_text else _snippet(hit.text)
+            cited = f"\n   {hit.url}" if hit.url else ""
+            blocks.append(
+                f"{hit.rank}. [{hit.score:.3f}] {heading or hit.chunk_id}{cited}\n{_indent(body)}"
+            )
+        if self.truncated or self.left_out:
+            blocks.append(self._budget_note())
+        return "\n\n".join(blocks)
+
+    def _budget_note(self) -> str:
+        parts = []
+        if self.truncated:
+            parts.append(f"the text of {self.truncated} was cut")
+        if self.left_out:
+            parts.append(
+                f"{len(self.left_out)} more hits were left out ({', '.join(self.left_out)})"
+            )
+        return (
+            f"[To fit max_tokens, {' and '.join(parts)}. Fetch a chunk_id for its whole text,"
+            " or search again with a larger max_tokens or a smaller top_k.]"
+        )
 
 
-def report_as_text(report: IndexReport) -> str:
+def report_as_text(report: IndexReport, more: str = "see --json") -> str:
+    """The report; ``more`` says where the sources beyond the first ``REPORT_SOURCES`` are."""
     manifest = report.manifest or {}
     size = f"{report.file_size_bytes / 1e6:.1f} MB" if report.file_size_bytes else "in memory"
     lines = [
@@ -104,7 +165,7 @@ def report_as_text(report: IndexReport) -> str:
     listed = list(report.sources.items())[:REPORT_SOURCES]
     lines += [f"  {count:6d}  {source or '(none)'}" for source, count in listed]
     if len(report.sources) > REPORT_SOURCES:
-        lines.append(f"  ... and {len(report.sources) - REPORT_SOURCES} more (see --json)")
+        lines.append(f"  ... and {len(report.sources) - REPORT_SOURCES} more ({more})")
     return "\n".join(lines)
 
 

@@ -79,11 +79,12 @@ class FusedRanking:
     text_ranks: np.ndarray
 
     def head(self, count: int) -> FusedRanking:
+        return self.at(slice(0, count))
+
+    def at(self, rows: slice | np.ndarray) -> FusedRanking:
+        """The entries at ``rows`` (a slice or positions), in that order."""
         return FusedRanking(
-            self.keys[:count],
-            self.scores[:count],
-            self.vector_ranks[:count],
-            self.text_ranks[:count],
+            self.keys[rows], self.scores[rows], self.vector_ranks[rows], self.text_ranks[rows]
         )
 
     @classmethod
@@ -138,6 +139,7 @@ class Query:
     top_k: int
     scope: Scope
     rescore: str | None = None
+    one_per_source: bool = False
 
     def __post_init__(self) -> None:
         if self.vector is None and self.terms is None:
@@ -145,9 +147,10 @@ class Query:
 
     def depth(self, fusion: FusionSettings) -> int:
         """How many candidates each signal ranks: more than ``top_k`` when results are
-        fused or rescored, so that a chunk ranked lower by one signal can still make it."""
+        fused, rescored or kept one per source, so that a chunk ranked lower by one signal (or
+        below other chunks of its document) can still make it."""
         both = self.vector is not None and self.terms is not None
-        if both or self.rescore is not None:
+        if both or self.rescore is not None or self.one_per_source:
             return max(fusion.candidates, self.top_k)
         return self.top_k
 
@@ -241,8 +244,11 @@ def answer(
         fused = FusedRanking.from_text(by_text)
     if query.rescore is not None:
         fused = rescore(connection, fused, query.rescore)
-    top = fused.head(query.top_k)
-    chunks = searcher.chunks(top.keys)
+    if query.one_per_source:
+        top, chunks = _best_per_source(fused, searcher, query.top_k)
+    else:
+        top = fused.head(query.top_k)
+        chunks = searcher.chunks(top.keys)
     return [
         SearchResult(
             chunk=chunk,
@@ -254,6 +260,28 @@ def answer(
             chunks, top.scores, top.vector_ranks, top.text_ranks, strict=True
         )
     ]
+
+
+def _best_per_source(
+    fused: FusedRanking, searcher: Searcher, top_k: int
+) -> tuple[FusedRanking, list[Chunk]]:
+    """The ``top_k`` best hits with at most one per source (a chunk without a source is its
+    own document), fetching candidates' rows a window at a time."""
+    kept: list[int] = []
+    chunks: list[Chunk] = []
+    seen: set[str] = set()
+    window = 2 * top_k
+    for start in range(0, len(fused.keys), window):
+        candidates = searcher.chunks(fused.keys[start : start + window])
+        for offset, chunk in enumerate(candidates):
+            document = chunk.source if chunk.source is not None else f"#{chunk.chunk_id}"
+            if document not in seen:
+                seen.add(document)
+                kept.append(start + offset)
+                chunks.append(chunk)
+                if len(kept) == top_k:
+                    return fused.at(np.asarray(kept)), chunks
+    return fused.at(np.asarray(kept, dtype=np.int64)), chunks
 
 
 def rescore(

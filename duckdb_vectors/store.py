@@ -269,6 +269,12 @@ class VectorStore:
         token = inputs.page_token(chunks[-1].chunk_id) if more else None
         return VectorPage(vectors=chunks, next_token=token)
 
+    def document(self, source: str, positions: tuple[int, int] | None = None) -> list[Chunk]:
+        """The chunks of ``source`` in position order (``positions``: from the first to the
+        last given, inclusive); an empty list for a source the index does not hold."""
+        with self._lock:
+            return chunk_table.by_source(self._connection, source, positions)
+
     def sources(self) -> dict[str, int]:
         """Each source and how many chunks it has."""
         with self._lock:
@@ -297,6 +303,7 @@ class VectorStore:
         where: str | None = None,
         rescore: str | None = None,
         vector: Sequence[float] | np.ndarray | None = None,
+        one_per_source: bool = False,
     ) -> list[SearchResult]:
         """Search with a natural-language query: vector and BM25 rankings, fused.
 
@@ -308,6 +315,8 @@ class VectorStore:
             where: a SQL condition over chunk columns that scopes the candidates.
             rescore: a SQL expression that re-weights the fused ``score`` of the candidates.
             vector: the query's embedding, if you have it already (skips embedding ``text``).
+            one_per_source: at most one hit per source (document); other documents fill the
+                list. (Also an argument of ``query_text`` and ``query_vectors``.)
         """
         inputs.check_query(text)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
@@ -316,7 +325,7 @@ class VectorStore:
         else:
             query_vector = inputs.query_vector(vector, self._recorded_dimension())
         terms = tokenize(text) if hybrid else None
-        return self._search(Query(query_vector, terms, top_k, scope, rescore))
+        return self._search(Query(query_vector, terms, top_k, scope, rescore, one_per_source))
 
     def query_text(
         self,
@@ -326,12 +335,14 @@ class VectorStore:
         filter: dict[str, Any] | None = None,
         where: str | None = None,
         rescore: str | None = None,
+        one_per_source: bool = False,
     ) -> list[SearchResult]:
         """Rank by exact-token BM25 alone; no model is loaded. Chunks with no query term
         are not returned."""
         inputs.check_query(text)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
-        return self._search(Query(None, tokenize(text), top_k, scope, rescore))
+        terms = tokenize(text)
+        return self._search(Query(None, terms, top_k, scope, rescore, one_per_source))
 
     def query_vectors(
         self,
@@ -341,11 +352,12 @@ class VectorStore:
         filter: dict[str, Any] | None = None,
         where: str | None = None,
         rescore: str | None = None,
+        one_per_source: bool = False,
     ) -> list[SearchResult]:
         """Rank by cosine similarity to a precomputed vector (S3 Vectors' ``QueryVectors``)."""
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
         query = inputs.query_vector(vector, self._recorded_dimension())
-        return self._search(Query(query, None, top_k, scope, rescore))
+        return self._search(Query(query, None, top_k, scope, rescore, one_per_source))
 
     # -- internals ---------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
 
 from duckdb_vectors import InvalidUrlError, UrlRule, VectorStore, index_folder
 from duckdb_vectors.cli import cli
-from duckdb_vectors.rendering import search_record
+from duckdb_vectors.rendering import SearchOutput
 
 DUCKDB_DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"
 
@@ -83,7 +83,7 @@ def test_index_records_each_pages_url_and_a_new_base_url_re_embeds_nothing(
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
         index_folder(store, docs, urls=UrlRule("https://docs.example.com/", "pretty"))
         hits = store.query_text("pip", top_k=5)
-        urls = {hit["source"]: hit["url"] for hit in search_record("pip", hits)["results"]}
+        urls = {hit.source: hit.url for hit in SearchOutput.of("pip", hits).results}
         assert urls == {
             "guide/install.md": "https://docs.example.com/guide/install/",
             "faq.md": "https://docs.example.com/stable/faq",

@@ -96,6 +96,7 @@ def test_search_json(indexed: Path) -> None:
         "source",
         "title",
         "position",
+        "uri",
         "url",
         "text",
         "metadata",

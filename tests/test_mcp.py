@@ -15,8 +15,10 @@ import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL
 from mcp import Client, StdioServerParameters
 
-from duckdb_vectors import VectorStore
+from duckdb_vectors import UrlRule, VectorStore, index_folder
+from duckdb_vectors.mcp_server import RESOURCES_PAGE
 
+EXAMPLE_DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 
 
@@ -58,15 +60,19 @@ def test_initialize_and_list_tools(index: Path) -> None:
             assert client.server_info.name == "duckdb-vectors"
             assert "search" in (client.instructions or "")
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert set(tools) == {"search", "report"}
+            assert set(tools) == {"search", "fetch", "report"}
             for tool in tools.values():
                 assert tool.annotations.read_only_hint is True
                 assert tool.annotations.destructive_hint is False
                 assert tool.output_schema["type"] == "object"
             properties = tools["search"].input_schema["properties"]
-            assert set(properties) == {"query", "top_k", "filter"}
+            assert set(properties) == {"query", "top_k", "filter", "one_per_source", "max_tokens"}
             assert tools["search"].input_schema["required"] == ["query"]
             assert properties["top_k"]["maximum"] == 50
+            assert properties["max_tokens"]["default"] == 8000
+            fetch_schema = tools["fetch"].input_schema
+            assert set(fetch_schema["properties"]) == {"id", "context", "max_tokens", "offset"}
+            assert fetch_schema["required"] == ["id"]
             assert "results" in tools["search"].output_schema["properties"]
             assert "chunk_count" in tools["report"].output_schema["properties"]
 
@@ -113,19 +119,25 @@ def test_report_tool(index: Path) -> None:
     ("arguments", "message"),
     [
         ({"query": "  "}, "query must be a non-empty string"),
-        ({"query": "x", "top_k": 0}, "greater than or equal to 1"),
-        ({"query": "x", "top_k": 1000}, "less than or equal to 50"),
+        ({"query": "x", "top_k": 0}, "top_k must be an integer from 1 to 50, got 0."),
+        ({"query": "x", "top_k": 100}, "top_k must be an integer from 1 to 50, got 100."),
+        ({"query": "x", "top_k": "many"}, "top_k must be an integer from 1 to 50, got 'many'."),
+        ({"query": "x", "max_tokens": 10}, "max_tokens must be an integer from 200 to 20000"),
+        ({"query": "x", "one_per_source": "yes"}, "one_per_source must be true or false."),
+        ({"query": "x", "filter": "kind=guide"}, "filter must be a JSON object"),
         ({"query": "x", "filter": {"kind": {"$regex": "g.*"}}}, "unknown operator '$regex'"),
         ({"query": "x", "filter": {"year": {"$gt": "soon"}}}, "needs a number"),
-        ({"top_k": 3}, "query"),
+        ({"top_k": 3}, "query is required (see the tool's input schema)."),
     ],
 )
-def test_bad_arguments_are_tool_errors_and_the_server_keeps_running(index, arguments, message):
+def test_bad_arguments_are_one_sentence_and_the_server_keeps_running(index, arguments, message):
     async def scenario() -> None:
         async with session(server(index)) as client:
             result = await client.call_tool("search", arguments)
             assert result.is_error is True
-            assert message in result.content[0].text
+            text = result.content[0].text
+            assert message in text
+            assert "\n" not in text and "pydantic" not in text
             after = await client.call_tool("search", {"query": "E1234"})
             assert after.is_error is False
 
@@ -246,3 +258,132 @@ def test_a_missing_index_fails_at_start_with_one_line(tmp_path: Path) -> None:
         f"Error: {tmp_path / 'missing.duckdb'} does not exist; build an index first"
         " (duckdb-vectors index)"
     ]
+
+
+@pytest.fixture(scope="module")
+def docs_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's example docs (documents of several chunks), with URLs to cite."""
+    path = tmp_path_factory.mktemp("mcp-docs") / "docs.duckdb"
+    with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        index_folder(store, EXAMPLE_DOCS, urls=UrlRule("https://docs.example.com/"))
+    return path
+
+
+def test_search_hits_carry_a_uri_and_a_url_and_one_per_source_keeps_documents_distinct(
+    docs_index: Path,
+) -> None:
+    async def scenario() -> None:
+        async with session(server(docs_index)) as client:
+            query = {"query": "search results retries agents", "top_k": 4}
+            every = await client.call_tool("search", query)
+            sources = [hit["source"] for hit in every.structured_content["results"]]
+            assert len(set(sources)) < len(sources)  # some document answers twice
+            distinct = await client.call_tool("search", {**query, "one_per_source": True})
+            hits = distinct.structured_content["results"]
+            assert len({hit["source"] for hit in hits}) == len(hits) == 4
+            first = hits[0]
+            assert first["uri"] == f"duckdb-vectors://doc/{first['source']}"
+            page = first["source"].removesuffix(".md")
+            assert first["url"] == f"https://docs.example.com/{page}.html"
+            assert first["url"] in distinct.content[0].text
+
+    anyio.run(scenario)
+
+
+def test_max_tokens_cuts_at_a_hit_and_names_what_it_left_out(docs_index: Path) -> None:
+    async def scenario() -> None:
+        async with session(server(docs_index)) as client:
+            everything = await client.call_tool("search", {"query": "index search", "top_k": 9})
+            all_ids = [hit["chunk_id"] for hit in everything.structured_content["results"]]
+            cut = await client.call_tool(
+                "search", {"query": "index search", "top_k": 9, "max_tokens": 400}
+            )
+            answer = cut.structured_content
+            kept = [hit["chunk_id"] for hit in answer["results"]]
+            assert kept + answer["left_out"] == all_ids and answer["left_out"]
+            assert len(json.dumps(answer, separators=(",", ":"))) <= 4 * 400
+            assert "more hits were left out" in cut.content[0].text
+            assert all(chunk_id in cut.content[0].text for chunk_id in answer["left_out"])
+
+    anyio.run(scenario)
+
+
+def test_fetch_a_document_a_chunk_in_context_and_page_through(docs_index: Path) -> None:
+    async def scenario() -> None:
+        async with session(server(docs_index)) as client:
+            document = await client.call_tool("fetch", {"id": "guides/searching.md"})
+            whole = document.structured_content
+            assert whole["kind"] == "document" and whole["next_offset"] is None
+            assert whole["chunk_ids"] == ["guides/searching.md#0", "guides/searching.md#1"]
+            text = document.content[0].text
+            assert text.startswith("# guides/searching.md\n\n## Searching > From the command line")
+            assert text.index("From the command line") < text.index("Retries and timeouts")
+
+            alone = await client.call_tool("fetch", {"id": "guides/searching.md#1"})
+            assert alone.structured_content["chunk_ids"] == ["guides/searching.md#1"]
+            around = await client.call_tool("fetch", {"id": "guides/searching.md#1", "context": 1})
+            assert around.structured_content["chunk_ids"] == whole["chunk_ids"]
+
+            pages, offset = [], 0
+            while offset is not None:
+                arguments = {"id": "overview.md", "max_tokens": 200, "offset": offset}
+                page = (await client.call_tool("fetch", arguments)).structured_content
+                pages.append(page["text"])
+                offset = page["next_offset"]
+            assert (
+                len(pages) > 1
+                and "".join(pages)
+                == (await client.call_tool("fetch", {"id": "overview.md"})).structured_content[
+                    "text"
+                ]
+            )
+
+            unknown = await client.call_tool("fetch", {"id": "guides/missing.md"})
+            assert unknown.is_error is True
+            assert "no chunk or document 'guides/missing.md'" in unknown.content[0].text
+            assert "search first" in unknown.content[0].text
+
+    anyio.run(scenario)
+
+
+def test_documents_and_the_report_are_resources(docs_index: Path) -> None:
+    async def scenario() -> None:
+        async with session(server(docs_index)) as client:
+            listed = await client.list_resources()
+            uris = [resource.uri for resource in listed.resources]
+            assert uris[0] == "duckdb-vectors://report"
+            assert "duckdb-vectors://doc/guides/searching.md" in uris
+            assert listed.next_cursor is None  # four documents: one page
+            templates = (await client.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == ["duckdb-vectors://doc/{+source}"]
+            document = await client.read_resource("duckdb-vectors://doc/guides/searching.md")
+            assert "Retries and timeouts" in document.contents[0].text
+            report = json.loads(
+                (await client.read_resource("duckdb-vectors://report")).contents[0].text
+            )
+            assert report["sources"]["guides/searching.md"] == 2
+
+    anyio.run(scenario)
+
+
+def test_resources_list_is_paginated(tmp_path: Path) -> None:
+    path = tmp_path / "many.duckdb"
+    with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        count = RESOURCES_PAGE + 30
+        store.add_texts(
+            [f"note {i}" for i in range(count)], sources=[f"notes/{i:04d}.md" for i in range(count)]
+        )
+
+    async def scenario() -> None:
+        async with session(server(path)) as client:
+            uris, cursor, pages = [], None, 0
+            while True:
+                listed = await client.list_resources(cursor=cursor)
+                uris += [resource.uri for resource in listed.resources]
+                pages += 1
+                cursor = listed.next_cursor
+                if cursor is None:
+                    break
+            assert pages == 2 and len(uris) == len(set(uris)) == count + 1
+
+    anyio.run(scenario)
