@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import DEFAULT_BACKEND, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, SCRIPT, STATIC_MODEL
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import VectorStore
-
-SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 
 
 @pytest.fixture(scope="module")

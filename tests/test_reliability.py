@@ -22,7 +22,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL, start_killed_run
+from conftest import DEFAULT_BACKEND, EVALDATA, SCRIPT, STATIC_MODEL, start_killed_run
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import DuckDBVectorsError, VectorStore, index_folder
@@ -30,7 +30,6 @@ from duckdb_vectors import DuckDBVectorsError, VectorStore, index_folder
 pytestmark = pytest.mark.slow
 
 DUCKDB_DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"
-SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 QUERIES = [
     "how do I read a parquet file?",
     "window functions",
