@@ -159,10 +159,17 @@ def test_read_only_from_the_environment_follows_the_settings_rule(index: Path) -
     """DUCKDB_VECTORS_READ_ONLY=on means read-only for `mcp` as for every other entry point,
     so two servers share the file (read-write, the second would find it locked)."""
 
+    opened: list[int] = []
+    both_open = anyio.Event()
+
     async def client_reports() -> None:
         async with session(server(index, DUCKDB_VECTORS_READ_ONLY="on")) as client:
             assert (await client.call_tool("report", {})).is_error is False
-            await anyio.sleep(1)  # both servers hold the file at once
+            opened.append(1)
+            if len(opened) == 2:
+                both_open.set()
+            with anyio.fail_after(60):
+                await both_open.wait()  # both servers hold the file at once, however slow
 
     async def scenario() -> None:
         async with anyio.create_task_group() as group:
