@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
+from loguru import logger
 
 from duckdb_vectors import DuckDBVectorsError, VectorStore, get_embedder
+from duckdb_vectors.cli import main
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", REPOSITORY.parent / "shared"))
@@ -18,6 +25,8 @@ MODELS = SHARED / "models"
 ONNX_MODEL = MODELS / "onnx-minilm-l6-v2-int8"
 EVALDATA = SHARED / "evaldata"
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
+# The installed console script, for the tests that need a real process.
+SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 
 for variable in [name for name in os.environ if name.startswith("DUCKDB_VECTORS_")]:
     if variable != "DUCKDB_VECTORS_SHARED":
@@ -108,3 +117,39 @@ def start_killed_run(
     assert marker.exists(), "the indexer never got midway"
     assert process.poll() is None, "the indexer finished before the kill"
     return process
+
+
+def run_cli(*arguments: str, env: Mapping[str, str | None] | None = None) -> Result:
+    """``duckdb-vectors ARGUMENTS`` in this process, through the console script's own entry
+    point (``main``: one-line errors, exit codes), under click's CliRunner: stdout and stderr
+    apart, ``env`` (None unsets) for this call only, the model from shared/ unless it says."""
+    runner = CliRunner()
+    environment = {"DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), **(env or {})}
+    exit_code, exception, exc_info = 0, None, None
+    with runner.isolation(env=environment) as streams, _as_the_console_script(arguments):
+        try:
+            main()
+        except SystemExit as done:
+            exit_code = done.code if isinstance(done.code, int) else 1
+        except Exception as error:  # what --debug lets through, as the interpreter would
+            exception, exc_info, exit_code = error, sys.exc_info(), 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        stdout, stderr, output = (stream.getvalue() for stream in streams)
+    return Result(runner, stdout, stderr, output, None, exit_code, exception, exc_info)
+
+
+@contextmanager
+def _as_the_console_script(arguments: tuple[str, ...]) -> Iterator[None]:
+    """``main`` reads sys.argv, and configures logging (on a root logger without handlers,
+    as a new process has it, so warnings reach this stderr) and loguru: this process gets
+    all three back afterwards, so the tests stay independent of each other."""
+    root = logging.getLogger()
+    saved = sys.argv, root.handlers[:], root.level
+    sys.argv, root.handlers[:] = ["duckdb-vectors", *arguments], []
+    try:
+        yield
+    finally:
+        sys.argv = saved[0]
+        root.handlers[:], root.level = saved[1], saved[2]
+        logger.enable("fastembed")  # main disables its logs; loguru enables all by default

@@ -1,4 +1,10 @@
-"""The real ``duckdb-vectors`` console script, run in a subprocess against real indexes."""
+"""The ``duckdb-vectors`` command against real indexes.
+
+Most tests run it in this process (conftest.run_cli: click's CliRunner around the console
+script's ``main``). A few run the installed script in a subprocess, for what only a real
+process shows: its startup (logging, the hub's offline settings, loguru), a lock held by
+another process, and a terminal (see "The installed console script" below).
+"""
 
 from __future__ import annotations
 
@@ -6,20 +12,17 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import STATIC_MODEL
+from conftest import SCRIPT, STATIC_MODEL, run_cli
 
-from duckdb_vectors import VectorStore
-
-SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
+from duckdb_vectors import DuckDBVectorsError, VectorStore
 
 
 def run(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The installed console script in a new process."""
     environment = {**os.environ, "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), **(env or {})}
     return subprocess.run(
         [SCRIPT, *arguments], capture_output=True, text=True, env=environment, timeout=120
@@ -41,8 +44,8 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (docs / "notes.txt").write_text("Plain notes about the embedded analytical database.\n")
     (docs / "broken.md").write_bytes(b"\x00\x01binary")
     db = root / "docs.duckdb"
-    result = run("index", str(docs), "--db", str(db), "--json")
-    assert result.returncode == 0, result.stderr
+    result = run_cli("index", str(docs), "--db", str(db), "--json")
+    assert result.exit_code == 0, result.stderr
     return db
 
 
@@ -51,15 +54,17 @@ def test_index_prints_a_json_summary_and_reports_bad_files_on_stderr(tmp_path: P
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nalpha text\n")
     (docs / "bad.md").write_bytes(b"\x00binary")
-    result = run("index", str(docs), "--db", str(tmp_path / "x.duckdb"), "--json")
-    assert result.returncode == 0
+    result = run_cli("index", str(docs), "--db", str(tmp_path / "x.duckdb"), "--json")
+    assert result.exit_code == 0
     summary = json.loads(result.stdout)
     assert summary["files_new"] == 1 and summary["chunks_added"] == 1
     assert summary["skipped"] == [
         {"source": "bad.md", "reason": "binary file (application/octet-stream)"}
     ]
     assert "bad.md: skipped: binary file" in result.stderr
-    again = json.loads(run("index", str(docs), "--db", str(tmp_path / "x.duckdb"), "--json").stdout)
+    again = json.loads(
+        run_cli("index", str(docs), "--db", str(tmp_path / "x.duckdb"), "--json").stdout
+    )
     assert again["chunks_embedded"] == 0 and again["files_unchanged"] == 1
 
 
@@ -67,8 +72,8 @@ def test_index_in_text_form(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nalpha text\n")
-    result = run("index", str(docs), "--db", str(tmp_path / "x.duckdb"))
-    assert result.returncode == 0
+    result = run_cli("index", str(docs), "--db", str(tmp_path / "x.duckdb"))
+    assert result.exit_code == 0
     assert "files   1 seen: 1 new" in result.stdout
     assert "chunks  1 added" in result.stdout
 
@@ -76,14 +81,14 @@ def test_index_in_text_form(tmp_path: Path) -> None:
 def test_index_of_a_folder_with_nothing_indexable_fails(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = run("index", str(empty), "--db", str(tmp_path / "x.duckdb"))
-    assert result.returncode == 1
+    result = run_cli("index", str(empty), "--db", str(tmp_path / "x.duckdb"))
+    assert result.exit_code == 1
     assert result.stderr.strip().splitlines()[-1].startswith("Error: nothing was indexed from")
 
 
 def test_search_json(indexed: Path) -> None:
-    result = run("search", "how often are requests retried?", "--db", str(indexed), "--json")
-    assert result.returncode == 0, result.stderr
+    result = run_cli("search", "how often are requests retried?", "--db", str(indexed), "--json")
+    assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["query"] == "how often are requests retried?"
     first = payload["results"][0]
@@ -107,23 +112,23 @@ def test_search_json(indexed: Path) -> None:
 
 
 def test_search_text_output_and_options(indexed: Path) -> None:
-    result = run("search", "E1234", "--db", str(indexed), "--top-k", "1")
-    assert result.returncode == 0
+    result = run_cli("search", "E1234", "--db", str(indexed), "--top-k", "1")
+    assert result.exit_code == 0
     assert result.stdout.startswith("1. [") and "errors.md | Errors" in result.stdout
-    filtered = run(
+    filtered = run_cli(
         "search", "requests", "--db", str(indexed), "--json", "--filter", '{"kind": "reference"}'
     )
     assert {r["source"] for r in json.loads(filtered.stdout)["results"]} == {"errors.md"}
     vector_only = json.loads(
-        run("search", "database", "--db", str(indexed), "--json", "--vector-only").stdout
+        run_cli("search", "database", "--db", str(indexed), "--json", "--vector-only").stdout
     )
     assert all(r["text_rank"] is None for r in vector_only["results"])
     text_only = json.loads(
-        run("search", "E1234", "--db", str(indexed), "--json", "--text-only").stdout
+        run_cli("search", "E1234", "--db", str(indexed), "--json", "--text-only").stdout
     )
     assert [r["source"] for r in text_only["results"]] == ["errors.md"]
     scoped = json.loads(
-        run(
+        run_cli(
             "search",
             "requests",
             "--db",
@@ -136,41 +141,21 @@ def test_search_text_output_and_options(indexed: Path) -> None:
     assert {r["source"] for r in scoped["results"]} == {"guides/retries.md"}
 
 
-def test_a_model_that_cannot_be_loaded_is_one_line(indexed: Path, tmp_path: Path) -> None:
-    """No local model and no network: fastembed's own log lines stay out of the way."""
-    environment = {
-        key: value for key, value in os.environ.items() if key != "DUCKDB_VECTORS_MODEL_PATH"
-    }
-    empty = str(tmp_path)
-    environment.update(HF_HUB_OFFLINE="1", FASTEMBED_CACHE_PATH=empty, HF_HOME=empty)
-    result = subprocess.run(
-        [SCRIPT, "search", "retries", "--db", str(indexed)],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=120,
-    )
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
-    assert result.stderr.startswith("Error: cannot load model")
-    assert "DUCKDB_VECTORS_MODEL_PATH" in result.stderr
-
-
 def test_report_json_reads_no_model(indexed: Path) -> None:
-    result = run(
+    result = run_cli(
         "report", "--db", str(indexed), "--json", env={"DUCKDB_VECTORS_MODEL_PATH": "/nonexistent"}
     )
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["chunk_count"] == 3 and report["dimension"] == 256
     assert report["sources"] == {"errors.md": 1, "guides/retries.md": 1, "notes.txt": 1}
     assert report["manifest"]["content_hash"] and report["file_size_bytes"] > 0
-    text = run("report", "--db", str(indexed)).stdout
+    text = run_cli("report", "--db", str(indexed)).stdout
     assert "chunks      3" in text and "guides/retries.md" in text
 
 
 def test_environment_configures_the_cli(indexed: Path) -> None:
-    result = run("search", "E1234", "--json", env={"DUCKDB_VECTORS_DB_PATH": str(indexed)})
+    result = run_cli("search", "E1234", "--json", env={"DUCKDB_VECTORS_DB_PATH": str(indexed)})
     assert json.loads(result.stdout)["results"][0]["source"] == "errors.md"
 
 
@@ -191,35 +176,28 @@ def test_environment_configures_the_cli(indexed: Path) -> None:
 def test_errors_are_one_line_with_an_exit_code(indexed: Path, arguments, code, message) -> None:
     if "--db" not in arguments and arguments[0] == "search":
         arguments = [*arguments, "--db", str(indexed)]
-    result = run(*arguments)
-    assert result.returncode == code, result.stderr
+    result = run_cli(*arguments)
+    assert result.exit_code == code, result.stderr
     lines = result.stderr.strip().splitlines()
     assert message in lines[-1]
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
 
 
-def test_a_locked_index_is_a_clear_error(indexed: Path) -> None:
-    writer = VectorStore(indexed, model_path=STATIC_MODEL)  # holds the write lock
-    try:
-        result = run("search", "x", "--db", str(indexed))
-    finally:
-        writer.close()
-    assert result.returncode == 1
-    assert "is locked: another process (PID" in result.stderr
-    assert "has it open for writing" in result.stderr
-
-
-def test_debug_shows_the_traceback(indexed: Path) -> None:
-    result = run("--debug", "search", "x", "--db", "missing.duckdb")
-    assert result.returncode == 1 and "Traceback" in result.stderr
+def test_debug_lets_the_error_through_for_its_traceback() -> None:
+    result = run_cli("--debug", "search", "x", "--db", "missing.duckdb")
+    assert isinstance(result.exception, DuckDBVectorsError)  # the interpreter prints it
+    assert "does not exist" in str(result.exception) and "Error:" not in result.stderr
 
 
 @pytest.mark.parametrize("verb", ["index", "report", "search", "mcp", "eval"])
 def test_every_verb_has_help_with_an_example(verb: str) -> None:
-    result = run(verb, "--help")
-    assert result.returncode == 0
-    assert "Examples:" in result.stdout and f"duckdb-vectors {verb}" in result.stdout
+    result = run_cli(verb, "--help")
+    assert result.exit_code == 0
+    usage, examples = result.stdout.split("Examples:")
+    assert usage.startswith("Usage: ") and f" {verb} [OPTIONS]" in usage.splitlines()[0]
+    example = f"duckdb-vectors {verb} "
+    assert any(line.strip().startswith(example) for line in examples.splitlines())
 
 
 def test_the_text_report_lists_at_most_fifty_sources() -> None:
@@ -246,19 +224,71 @@ def test_a_failed_first_run_leaves_no_index_and_an_empty_index_says_so(tmp_path:
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nalpha text\n")
     db = tmp_path / "first.duckdb"
-    failed = run("index", str(docs), "--db", str(db), env={"DUCKDB_VECTORS_MODEL_PATH": str(docs)})
-    assert failed.returncode == 1 and not db.exists()
-    missing = run("search", "alpha", "--db", str(db))
+    failed = run_cli(
+        "index", str(docs), "--db", str(db), env={"DUCKDB_VECTORS_MODEL_PATH": str(docs)}
+    )
+    assert failed.exit_code == 1 and not db.exists()
+    missing = run_cli("search", "alpha", "--db", str(db))
     assert "does not exist; build an index first" in missing.stderr
     with VectorStore(db, model_path=STATIC_MODEL) as store:
         store.add_texts(["soon gone"], ids=["x"])
         store.delete_vectors(["x"])
-    empty = run("search", "alpha", "--db", str(db))
-    assert empty.returncode == 1
+    empty = run_cli("search", "alpha", "--db", str(db))
+    assert empty.exit_code == 1
     assert empty.stderr.strip() == (
         f"Error: {db} is empty: index documents into it first (duckdb-vectors index FOLDER"
         f" --db {db})"
     )
+
+
+# -- The installed console script, in a process of its own -----------------------------------
+# Kept end to end: its stream setup at startup; the hub's offline settings and fastembed's
+# loguru sink, fixed at import; a lock another process holds (one process shares its own);
+# and a terminal for the progress bar.
+
+
+def test_the_installed_script_writes_results_to_stdout_and_the_rest_to_stderr(
+    tmp_path: Path,
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha text\n")
+    (docs / "bad.md").write_bytes(b"\x00binary")
+    result = run("index", str(docs), "--db", str(tmp_path / "x.duckdb"), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["files_new"] == 1
+    assert result.stderr.strip() == "bad.md: skipped: binary file (application/octet-stream)"
+
+
+def test_a_model_that_cannot_be_loaded_is_one_line(indexed: Path, tmp_path: Path) -> None:
+    """No local model and no network: fastembed's own log lines stay out of the way."""
+    environment = {
+        key: value for key, value in os.environ.items() if key != "DUCKDB_VECTORS_MODEL_PATH"
+    }
+    empty = str(tmp_path)
+    environment.update(HF_HUB_OFFLINE="1", FASTEMBED_CACHE_PATH=empty, HF_HOME=empty)
+    result = subprocess.run(
+        [SCRIPT, "search", "retries", "--db", str(indexed)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith("Error: cannot load model")
+    assert "DUCKDB_VECTORS_MODEL_PATH" in result.stderr
+
+
+def test_a_locked_index_is_a_clear_error(indexed: Path) -> None:
+    writer = VectorStore(indexed, model_path=STATIC_MODEL)  # holds the write lock
+    try:
+        result = run("search", "x", "--db", str(indexed))
+    finally:
+        writer.close()
+    assert result.returncode == 1
+    assert "is locked: another process (PID" in result.stderr
+    assert "has it open for writing" in result.stderr
 
 
 def test_files_are_reported_once_and_never_onto_the_progress_bar(tmp_path: Path) -> None:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import pytrec_eval
-from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
+from click.testing import Result
+from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL, run_cli
 
 from duckdb_vectors import VectorStore
 from duckdb_vectors.evaluation import (
@@ -23,7 +20,6 @@ from duckdb_vectors.evaluation import (
 )
 
 XQUAD_EN = EVALDATA / "ir" / "xquad-r-paragraphs" / "en"
-SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +54,9 @@ def test_metrics_match_trec_eval_on_a_real_run(xquad_index: Path) -> None:
         assert mrr_at(ours, qrels[q], 100) == pytest.approx(theirs["recip_rank"])
 
 
-def run_eval(index: Path, *options: str) -> subprocess.CompletedProcess[str]:
+def run_eval(index: Path, *options: str) -> Result:
     """``duckdb-vectors eval`` on XQuAD-R en against ``index``."""
-    environment = {**os.environ, "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL)}
-    command = [
-        SCRIPT,
+    return run_cli(
         "eval",
         "--db",
         str(index),
@@ -71,13 +65,12 @@ def run_eval(index: Path, *options: str) -> subprocess.CompletedProcess[str]:
         "--qrels",
         str(XQUAD_EN / "qrels" / "test.tsv"),
         *options,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
+    )
 
 
 def test_eval_command_json(xquad_index: Path) -> None:
     result = run_eval(xquad_index, "--modes", "hybrid,text", "--json")
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     reports = json.loads(result.stdout)
     assert set(reports) == {"hybrid", "text"}
     assert reports["hybrid"]["ndcg_at_10"] > 0.9 and reports["text"]["recall_at_100"] > 0.9
@@ -86,7 +79,7 @@ def test_eval_command_json(xquad_index: Path) -> None:
 
 def test_eval_command_refuses_unknown_modes(xquad_index: Path) -> None:
     result = run_eval(xquad_index, "--modes", "hybrid,magic")
-    assert result.returncode == 2 and "unknown mode ['magic']" in result.stderr
+    assert result.exit_code == 2 and "unknown mode ['magic']" in result.stderr
 
 
 def test_eval_reports_how_many_queries_were_judged(xquad_index: Path) -> None:
@@ -100,12 +93,12 @@ def test_eval_with_no_query_in_both_files_says_so(xquad_index: Path, tmp_path: P
     queries = tmp_path / "queries.jsonl"
     queries.write_text('{"_id": "other-1", "text": "a question"}\n')
     result = run_eval(xquad_index, "--queries", str(queries))
-    assert result.returncode == 2
+    assert result.exit_code == 2
     assert result.stderr.startswith("Error: no query id is in both files: --qrels judges")
     assert "'other-1'" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_eval_whose_corpus_ids_name_nothing_in_the_index_says_so(xquad_index: Path) -> None:
     result = run_eval(xquad_index, "--by", "source")  # the XQuAD index has ids, not sources
-    assert result.returncode == 2
+    assert result.exit_code == 2
     assert "is a source in the index" in result.stderr and "try --by chunk_id" in result.stderr

@@ -442,15 +442,18 @@ def test_enormous_queries_answer_or_fail_fast(index_file: Path, query: str) -> N
             lambda: store.query_text(query, top_k=3),
             lambda: store.query("retries", top_k=3, filter={"kind": query}),
         ):
-            started = time.perf_counter()
+            started, working = time.perf_counter(), time.process_time()
             try:
                 hits = search()
             except CLEAR as error:
                 assert_one_line(error)
             else:
                 assert len(hits) <= 3
-            # Fast means no pathological blow-up: generous for a loaded two-core machine.
-            assert time.perf_counter() - started < 20
+            # Fast means no pathological blow-up. The work is measured in this process's CPU
+            # seconds (about 0.6 at most here), which other processes' load does not inflate;
+            # the wall-clock bound, loose for a loaded two-core machine, catches waiting.
+            assert time.process_time() - working < 5
+            assert time.perf_counter() - started < 60
 
 
 @pytest.mark.parametrize("top_k", [0, -1, 10**9, True, 2.5, "3", None])

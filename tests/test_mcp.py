@@ -4,23 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import DEFAULT_BACKEND, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, SCRIPT, STATIC_MODEL
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import UrlRule, VectorStore, index_folder
 from duckdb_vectors.mcp_server import RESOURCES_PAGE
 
 EXAMPLE_DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
-SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
-
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -175,10 +171,17 @@ def test_read_only_from_the_environment_follows_the_settings_rule(index: Path) -
     """DUCKDB_VECTORS_READ_ONLY=on means read-only for `mcp` as for every other entry point,
     so two servers share the file (read-write, the second would find it locked)."""
 
+    opened: list[int] = []
+    both_open = anyio.Event()
+
     async def client_reports() -> None:
         async with session(server(index, DUCKDB_VECTORS_READ_ONLY="on")) as client:
             assert (await client.call_tool("report", {})).is_error is False
-            await anyio.sleep(1)  # both servers hold the file at once
+            opened.append(1)
+            if len(opened) == 2:
+                both_open.set()
+            with anyio.fail_after(60):
+                await both_open.wait()  # both servers hold the file at once, however slow
 
     async def scenario() -> None:
         async with anyio.create_task_group() as group:
