@@ -20,7 +20,7 @@ import click
 from loguru import logger
 
 from .citations import URL_STYLES, UrlRule, UrlStyle
-from .config import DEFAULT_BASE_IMAGE, Settings
+from .config import DEFAULT_BASE_IMAGE, DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, Settings
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
@@ -378,6 +378,8 @@ def evaluate_command(
 Examples:
   duckdb-vectors mcp --db /app/vectors.duckdb
   docker run -i --rm my-docs-search mcp
+  duckdb-vectors mcp --transport http --port 8000       # http://127.0.0.1:8000/mcp
+  docker run -p 8000:8000 my-docs-search mcp --transport http --host 0.0.0.0
 """
 )
 @db_option
@@ -387,17 +389,51 @@ Examples:
     default=None,
     help="Open the index read-only [env DUCKDB_VECTORS_READ_ONLY; default read-only].",
 )
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a spawned server; http for streamable HTTP at /mcp (and GET /health).",
+)
+@click.option("--host", default=DEFAULT_MCP_HOST, show_default=True, help="HTTP: address to bind.")
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_MCP_PORT, show_default=True)
+@click.option(
+    "--auth-token",
+    help="HTTP: require 'Authorization: Bearer TOKEN' [env DUCKDB_VECTORS_AUTH_TOKEN].",
+)
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="HTTP: a browser origin to accept besides localhost ones (repeatable).",
+)
 def mcp(
-    db_path: Path | None, backend: str | None, model_path: Path | None, read_only: bool | None
+    db_path: Path | None,
+    backend: str | None,
+    model_path: Path | None,
+    read_only: bool | None,
+    transport: str,
+    host: str,
+    port: int,
+    auth_token: str | None,
+    allowed_origins: tuple[str, ...],
 ) -> None:
-    """Serve search and report to an agent over stdio (Model Context Protocol)."""
+    """Serve search, fetch and report to agents (Model Context Protocol)."""
+    from .mcp_http import HttpOptions
     from .mcp_server import serve
 
-    settings = Settings.resolve(read_only=read_only)
+    settings = Settings.resolve(read_only=read_only, auth_token=auth_token)
     # A server is read-only unless told otherwise, by the flag or DUCKDB_VECTORS_READ_ONLY,
     # which is parsed by the same rule as everywhere else.
     read_only = settings.read_only if "read_only" in settings.model_fields_set else True
-    serve(db_path=db_path, backend=backend, model_path=model_path, read_only=read_only)
+    http = (
+        HttpOptions(host, port, settings.auth_token, allowed_origins)
+        if transport == "http"
+        else None
+    )
+    serve(db_path=db_path, backend=backend, model_path=model_path, read_only=read_only, http=http)
 
 
 @cli.command(

@@ -10,6 +10,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 DEFAULT_BASE_IMAGE = "python:3.12-slim"  # what `bake` builds the runtime image on
+DEFAULT_MCP_HOST = "127.0.0.1"  # `mcp --transport http` binds to localhost unless told
+DEFAULT_MCP_PORT = 8000
 
 
 class FusionSettings(BaseSettings):
@@ -58,6 +60,10 @@ class Settings(BaseSettings):
         ),
     )
     fusion: FusionSettings = Field(default_factory=FusionSettings)
+    auth_token: str | None = Field(
+        None,
+        description="Bearer token the MCP server over HTTP requires (mcp --transport http).",
+    )
 
     @classmethod
     def resolve(cls, **given: Any) -> Settings:

@@ -24,7 +24,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import unquote
 
 import anyio
@@ -38,6 +38,9 @@ from pydantic import WithJsonSchema
 
 from .citations import DOCUMENT_URI_PREFIX, document_uri
 from .db import first_line
+
+if TYPE_CHECKING:
+    from .mcp_http import HttpOptions
 from .fetching import MAX_CONTEXT, Fetched, fetch, render
 from .manifest import package_version
 from .models import IndexReport
@@ -124,9 +127,12 @@ class _WarmUp:
         self.store = store
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self._started = threading.Lock()
 
     def start(self) -> None:
-        threading.Thread(target=self._run, name="warm-up", daemon=True).start()
+        """Start loading, once, however many times a transport enters the server's lifespan."""
+        if self._started.acquire(blocking=False):
+            threading.Thread(target=self._run, name="warm-up", daemon=True).start()
 
     def _run(self) -> None:
         try:
@@ -148,6 +154,24 @@ class IndexServer(MCPServer):
     def __init__(self, store: VectorStore, **settings: Any) -> None:
         super().__init__(**settings)
         self.store = store
+        self.warm_up = _WarmUp(store)
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """An HTTP status and a small summary: 200 once the model and the index are loaded,
+        503 while they load (the store is busy then, and is not asked), 500 if loading
+        failed."""
+        if not self.warm_up.done.is_set():
+            return 503, {"status": "loading"}
+        if self.warm_up.error is not None:
+            return 500, {"status": "failed", "error": first_line(self.warm_up.error)}
+        manifest = self.store.manifest
+        return 200, {
+            "status": "ready",
+            "chunks": manifest.chunk_count if manifest else 0,
+            "backend": self.store.backend,
+            "dimension": manifest.dimension if manifest else None,
+            "content_hash": manifest.content_hash if manifest else None,
+        }
 
     async def list_resources(self) -> list[MCPResource]:
         """The report, then every document, in source order (paged by ``paginate``)."""
@@ -166,11 +190,10 @@ class IndexServer(MCPServer):
 
 def build_server(store: VectorStore) -> IndexServer:
     """An MCP server answering from ``store``; its warm-up starts when the server does."""
-    warm_up = _WarmUp(store)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
-        warm_up.start()
+        server.warm_up.start()
         yield
 
     server = IndexServer(
@@ -206,7 +229,7 @@ def build_server(store: VectorStore) -> IndexServer:
             raise ToolError('filter must be a JSON object, e.g. {"kind": "guide"}.')
         if not isinstance(one_per_source, bool):
             raise ToolError("one_per_source must be true or false.")
-        warm_up.wait()
+        server.warm_up.wait()
         try:
             hits = store.query(query, top_k, filter=filter, one_per_source=one_per_source)
         except Exception as error:  # the model must read what to fix, whatever went wrong
@@ -338,10 +361,18 @@ def serve(
     backend: str | None = None,
     model_path: Path | None = None,
     read_only: bool = True,
+    http: HttpOptions | None = None,
 ) -> None:
-    """Open the index and serve it over stdio until the client closes the connection."""
+    """Open the index and serve it: over stdio until the client closes the connection, or,
+    given ``http`` options, over streamable HTTP until SIGTERM."""
     store = VectorStore(db_path, backend, model_path=model_path, read_only=read_only)
     try:
-        anyio.run(build_server(store).run_stdio_async)
+        server = build_server(store)
+        if http is None:
+            anyio.run(server.run_stdio_async)
+        else:
+            from .mcp_http import serve_http  # uvicorn and starlette: only for HTTP
+
+            serve_http(server, http)
     finally:
         store.close()

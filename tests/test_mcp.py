@@ -18,6 +18,7 @@ from duckdb_vectors.mcp_server import RESOURCES_PAGE
 
 EXAMPLE_DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 
+
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("mcp") / "served.duckdb"

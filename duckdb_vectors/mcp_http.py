@@ -1,0 +1,150 @@
+"""The MCP server over streamable HTTP: for agents in other containers or on other machines.
+
+``duckdb-vectors mcp --transport http`` serves ``/mcp`` and ``GET /health``. It is stateless
+(each request stands alone, answered as JSON), so replicas can sit behind a load balancer with
+no session affinity; one process holds one store, one model and one in-memory index for every
+client. As the MCP specification asks of HTTP servers, it binds to localhost unless told
+otherwise and refuses a request whose ``Origin`` is foreign (403); a bearer token (``--auth-token``
+or ``DUCKDB_VECTORS_AUTH_TOKEN``) guards non-local binds. uvicorn stops it cleanly on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+from types import FrameType
+from urllib.parse import urlsplit
+
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .config import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT
+from .mcp_server import IndexServer
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/health"
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Where and for whom the HTTP server listens.
+
+    Args:
+        host: the address to bind; anything but loopback is reachable from other machines.
+        port: the TCP port.
+        auth_token: if set, ``/mcp`` requires ``Authorization: Bearer <token>``.
+        allowed_origins: browser origins allowed besides loopback ones, e.g.
+            ``https://agents.example.com``.
+    """
+
+    host: str = DEFAULT_MCP_HOST
+    port: int = DEFAULT_MCP_PORT
+    auth_token: str | None = None
+    allowed_origins: tuple[str, ...] = ()
+
+    @property
+    def is_local(self) -> bool:
+        return is_loopback(self.host)
+
+
+def http_app(server: IndexServer, options: HttpOptions) -> ASGIApp:
+    """The ASGI app: ``/mcp`` (stateless, JSON responses) and ``/health``, behind the guard."""
+
+    @server.custom_route(HEALTH_PATH, methods=["GET"])
+    async def health(_request: Request) -> Response:
+        status, summary = server.health()
+        return JSONResponse(summary, status_code=status)
+
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        # Origin and token are checked by Guard, for every bind address alike.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        host=options.host,
+    )
+    return Guard(app, options)
+
+
+def serve_http(server: IndexServer, options: HttpOptions) -> None:
+    """Serve until SIGTERM or Ctrl-C (uvicorn finishes the requests in flight, then stops)."""
+    if not options.is_local and options.auth_token is None:
+        logger.warning(
+            "serving on %s without --auth-token: anyone who reaches port %d can search the index",
+            options.host,
+            options.port,
+        )
+    config = uvicorn.Config(
+        http_app(server, options),
+        host=options.host,
+        port=options.port,
+        log_level="warning",
+        lifespan="on",
+    )
+    # uvicorn finishes the requests in flight on SIGTERM, then raises the signal again for the
+    # handler it found: one that does nothing lets the process end normally (store closed,
+    # exit 0) instead of being killed by the signal's default action (exit 143).
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _ignore)
+    uvicorn.Server(config).run()
+
+
+def _ignore(_signal: int, _frame: FrameType | None) -> None:
+    """A SIGTERM handler for after uvicorn's graceful shutdown: nothing left to do."""
+
+
+class Guard:
+    """Refuses foreign browser origins (403) and, with a token, unauthenticated MCP calls
+    (401). ``/health`` needs no token: load balancers probe it."""
+
+    def __init__(self, app: ASGIApp, options: HttpOptions) -> None:
+        self.app = app
+        self.options = options
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self._refusal(Request(scope))
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, request: Request) -> Response | None:
+        origin = request.headers.get("origin")
+        if origin is not None and not self._allowed_origin(origin):
+            return JSONResponse({"error": f"origin {origin} is not allowed"}, status_code=403)
+        token = self.options.auth_token
+        if token is None or request.url.path == HEALTH_PATH:
+            return None
+        given = request.headers.get("authorization", "")
+        if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            return None
+        return JSONResponse(
+            {"error": "missing or wrong bearer token"},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+    def _allowed_origin(self, origin: str) -> bool:
+        if origin in self.options.allowed_origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
