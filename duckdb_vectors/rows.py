@@ -20,18 +20,8 @@ def new_rows(
     metadata_json: list[str],
     embeddings: np.ndarray,
 ) -> dict[str, np.ndarray]:
-    """Columns of the chunk rows, ready for one bulk INSERT.
-
-    ``tokens`` holds each chunk's BM25 tokens joined by spaces (a token never contains one):
-    the postings are counted from it in SQL, which is faster than a Counter per chunk and
-    hands DuckDB one string per chunk instead of one per posting.
-    """
-    token_counts: list[int] = []
-    joined_tokens: list[str] = []
-    for chunk in chunks:
-        tokens = tokenize(embedding_text(chunk))
-        token_counts.append(len(tokens))
-        joined_tokens.append(" ".join(tokens))
+    """Columns of the chunk rows, ready for one bulk INSERT (``tokens``: see ``token_columns``)."""
+    token_counts, joined_tokens = token_columns([embedding_text(chunk) for chunk in chunks])
     return {
         "key": keys,
         "chunk_id": column([chunk.chunk_id for chunk in chunks]),
@@ -41,15 +31,34 @@ def new_rows(
         "title": column([chunk.title for chunk in chunks]),
         "metadata": column(metadata_json),
         "etag": column(etags),
-        "token_count": np.asarray(token_counts, dtype=np.int32),
-        "tokens": column(joined_tokens),
+        "token_count": token_counts,
+        "tokens": joined_tokens,
         "embedding": column(list(np.ascontiguousarray(embeddings, dtype=np.float32))),
     }
 
 
+def token_columns(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's BM25 token count, and its tokens joined by spaces (a token never holds one).
+
+    The postings are counted from the joined tokens in SQL, which is faster than a Counter per
+    chunk and hands DuckDB one string per chunk instead of one per posting.
+    """
+    token_counts: list[int] = []
+    joined_tokens: list[str] = []
+    for text in texts:
+        tokens = tokenize(text)
+        token_counts.append(len(tokens))
+        joined_tokens.append(" ".join(tokens))
+    return np.asarray(token_counts, dtype=np.int32), column(joined_tokens)
+
+
 def embedding_text(chunk: Chunk) -> str:
     """What gets embedded and tokenized: the title breadcrumb as context, then the text."""
-    return f"{chunk.title}\n\n{chunk.text}" if chunk.title else chunk.text
+    return titled_text(chunk.title, chunk.text)
+
+
+def titled_text(title: str | None, text: str) -> str:
+    return f"{title}\n\n{text}" if title else text
 
 
 def etag(chunk: Chunk, vector: np.ndarray | None) -> str:

@@ -39,6 +39,7 @@ from .manifest import Manifest, content_statistics, read_manifest, write_manifes
 from .memory_index import MemoryIndex
 from .models import Chunk, IndexReport, SearchResult, VectorPage
 from .ranking_sql import validate_fragment
+from .retokenize import current_manifest
 from .schema import (
     SCHEMA_VERSION,
     check_readable,
@@ -656,7 +657,8 @@ class VectorStore:
     # -- internals: checks -------------------------------------------------------------------
 
     def _open_index(self) -> Manifest | None:
-        """Check (or migrate) the schema and read the manifest; damage is one clear error."""
+        """Check (or migrate) the schema and read the manifest, re-tokenizing an index from an
+        older tokenizer; damage is one clear error."""
         try:
             if self.read_only:
                 check_readable(self._connection)
@@ -673,15 +675,10 @@ class VectorStore:
                 f"{self.db_path}: its manifest says {manifest.dimension} dimensions but its vectors"
                 f" have {stored}; the file was altered, re-index it"
             )
-        return manifest
+        return current_manifest(self._connection, manifest, self.db_path, self.read_only)
 
     def _resolve_backend(self, embedder: Embedder | None) -> str:
         recorded = self.manifest.backend if self.manifest else None
-        if self.manifest is not None and self.manifest.tokenizer != TOKENIZER_NAME:
-            raise IndexMismatchError(
-                f"{self.db_path} was built with tokenizer {self.manifest.tokenizer}, this version "
-                f"uses {TOKENIZER_NAME}; re-index it"
-            )
         requested = embedder.spec if embedder is not None else self.settings.backend
         if requested is None:
             return recorded or DEFAULT_BACKEND

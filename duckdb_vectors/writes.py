@@ -154,6 +154,15 @@ def delete_keys(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> None
     connection.execute("DELETE FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list])
 
 
+def insert_postings(connection: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Count the postings of ``table``'s rows from their ``key`` and joined ``tokens``."""
+    connection.execute(
+        "INSERT INTO postings SELECT term, key, CAST(count(*) AS INTEGER) FROM"
+        f" (SELECT key, unnest(string_split(tokens, ' ')) AS term FROM {table})"
+        " WHERE term <> '' GROUP BY key, term"
+    )
+
+
 def _existing_etags(connection: duckdb.DuckDBPyConnection, chunk_ids: list[str]) -> dict[str, str]:
     found = connection.execute(
         "SELECT chunk_id, etag FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
@@ -207,11 +216,7 @@ def _replace_changed(
             " FROM new_chunks",
             [stamp],
         )
-        connection.execute(
-            "INSERT INTO postings SELECT term, key, CAST(count(*) AS INTEGER) FROM"
-            " (SELECT key, unnest(string_split(tokens, ' ')) AS term FROM new_chunks)"
-            " WHERE term <> '' GROUP BY key, term"
-        )
+        insert_postings(connection, "new_chunks")
 
 
 def _restamp_unchanged(
