@@ -19,7 +19,7 @@ import numpy as np
 
 from .db import column, first_row, registered, scalar
 from .models import Chunk
-from .rows import embedding_text
+from .rows import embedding_text, titled_text
 from .tokenizer import tokenize
 
 
@@ -113,13 +113,9 @@ def encode(
     metadata_json: list[str],
     embeddings: np.ndarray,
 ) -> dict[str, np.ndarray]:
-    """The rows of new chunks, column by column, for ``insert`` (``stamped_at`` is set there).
-
-    ``tokens`` holds each chunk's BM25 tokens joined by spaces (a token never contains one):
-    the postings are counted from it in SQL, which is faster than a Counter per chunk and
-    hands DuckDB one string per chunk instead of one per posting.
-    """
-    token_lists = [tokenize(embedding_text(chunk)) for chunk in chunks]
+    """The rows of new chunks, column by column, for ``insert`` (``stamped_at`` is set there;
+    ``tokens``: see ``token_columns``)."""
+    token_counts, joined_tokens = token_columns([embedding_text(chunk) for chunk in chunks])
     return {
         "key": keys,
         "chunk_id": column([chunk.chunk_id for chunk in chunks]),
@@ -129,10 +125,26 @@ def encode(
         "title": column([chunk.title for chunk in chunks]),
         "metadata": column(metadata_json),
         "etag": column(etags),
-        "token_count": np.asarray([len(tokens) for tokens in token_lists], dtype=np.int32),
-        "tokens": column([" ".join(tokens) for tokens in token_lists]),
+        "token_count": token_counts,
+        "tokens": joined_tokens,
         "embedding": column(list(np.ascontiguousarray(embeddings, dtype=np.float32))),
     }
+
+
+def token_columns(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's BM25 token count, and its tokens joined by spaces (a token never holds one).
+
+    The postings are counted from the joined tokens in SQL (``insert_postings``), which is
+    faster than a Counter per chunk and hands DuckDB one string per chunk instead of one per
+    posting.
+    """
+    token_counts: list[int] = []
+    joined_tokens: list[str] = []
+    for text in texts:
+        tokens = tokenize(text)
+        token_counts.append(len(tokens))
+        joined_tokens.append(" ".join(tokens))
+    return np.asarray(token_counts, dtype=np.int32), column(joined_tokens)
 
 
 def decode(record: dict[str, Any], embedding: Any = None) -> Chunk:
@@ -168,11 +180,41 @@ def insert(
         connection.execute(
             f"INSERT INTO chunks ({names}) SELECT {selected} FROM new_chunks", [stamp]
         )
-        connection.execute(
-            "INSERT INTO postings SELECT term, key, CAST(count(*) AS INTEGER) FROM"
-            " (SELECT key, unnest(string_split(tokens, ' ')) AS term FROM new_chunks)"
-            " WHERE term <> '' GROUP BY key, term"
-        )
+        insert_postings(connection, "new_chunks")
+
+
+def insert_postings(connection: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Count the postings of ``table``'s rows from their ``key`` and joined ``tokens``."""
+    connection.execute(
+        "INSERT INTO postings SELECT term, key, CAST(count(*) AS INTEGER) FROM"
+        f" (SELECT key, unnest(string_split(tokens, ' ')) AS term FROM {table})"
+        " WHERE term <> '' GROUP BY key, term"
+    )
+
+
+def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int) -> None:
+    """Recount every chunk's tokens and rebuild the postings with this tokenizer, reading
+    ``batch_size`` chunks at a time in key order (memory stays bounded). The caller owns the
+    transaction."""
+    connection.execute("DELETE FROM postings")
+    after = -1
+    while True:
+        batch = connection.execute(
+            "SELECT key, title, text FROM chunks WHERE key > $1 ORDER BY key LIMIT $2",
+            [after, batch_size],
+        ).fetchall()
+        if not batch:
+            return
+        keys = np.asarray([key for key, _, _ in batch], dtype=np.int64)
+        counts, tokens = token_columns([titled_text(title, text) for _, title, text in batch])
+        retokenized = {"key": keys, "token_count": counts, "tokens": tokens}
+        with registered(connection, "retokenized", retokenized):
+            connection.execute(
+                "UPDATE chunks SET token_count = r.token_count FROM retokenized r"
+                " WHERE chunks.key = r.key"
+            )
+            insert_postings(connection, "retokenized")
+        after = int(keys[-1])
 
 
 def restamp_unchanged(

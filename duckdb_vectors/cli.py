@@ -202,6 +202,23 @@ def report(db_path: Path | None, as_json: bool) -> None:
 @cli.command(
     epilog="""\b
 Examples:
+  duckdb-vectors upgrade --db docs.duckdb
+"""
+)
+@db_option
+def upgrade(db_path: Path | None) -> None:
+    """Bring an index from an older duckdb-vectors up to this one: migrate its schema and
+    re-tokenize it for BM25, in one go. Loads no model and leaves the vectors as they are."""
+    with VectorStore(db_path, read_only=False) as store:
+        manifest = store.manifest
+    if manifest is None:
+        raise DuckDBVectorsError(f"{store.db_path} holds no index to upgrade")
+    click.echo(f"{store.db_path}: schema {manifest.schema_version}, tokenizer {manifest.tokenizer}")
+
+
+@cli.command(
+    epilog="""\b
+Examples:
   duckdb-vectors search "how do retries work?" --top-k 3
   duckdb-vectors search "E1234" --filter '{"kind": {"$in": ["guide", "faq"]}}' --json
   duckdb-vectors search "install" --where "source LIKE 'guides/%'"

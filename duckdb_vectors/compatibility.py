@@ -1,5 +1,6 @@
-"""Whether an index and what opens it belong together: the backend, the model files, the
-dimension and the tokenizer it was built with, against those in use now.
+"""Whether an index and what opens it belong together: the backend, the model files and the
+dimension it was built with, against those in use now (an older tokenizer's index is brought
+up to date by ``retokenize``).
 
 Each rule raises ``IndexMismatchError`` with what differs and what to do; nothing here reads
 or writes the file.
@@ -13,7 +14,6 @@ from .config import DEFAULT_BACKEND
 from .embedders import Embedder, canonical_backend
 from .errors import IndexMismatchError
 from .manifest import Manifest
-from .tokenizer import TOKENIZER_NAME
 
 
 def check_stored_dimension(db_path: Path, manifest: Manifest | None, stored: int | None) -> None:
@@ -27,11 +27,6 @@ def check_stored_dimension(db_path: Path, manifest: Manifest | None, stored: int
 
 def resolve_backend(db_path: Path, manifest: Manifest | None, requested: str | None) -> str:
     """The backend to use: the one asked for, which must be the recorded one if there is one."""
-    if manifest is not None and manifest.tokenizer != TOKENIZER_NAME:
-        raise IndexMismatchError(
-            f"{db_path} was built with tokenizer {manifest.tokenizer}, this version "
-            f"uses {TOKENIZER_NAME}; re-index it"
-        )
     recorded = manifest.backend if manifest else None
     if requested is None:
         return recorded or DEFAULT_BACKEND

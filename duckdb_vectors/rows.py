@@ -14,7 +14,11 @@ from .models import Chunk
 
 def embedding_text(chunk: Chunk) -> str:
     """What gets embedded and tokenized: the title breadcrumb as context, then the text."""
-    return f"{chunk.title}\n\n{chunk.text}" if chunk.title else chunk.text
+    return titled_text(chunk.title, chunk.text)
+
+
+def titled_text(title: str | None, text: str) -> str:
+    return f"{title}\n\n{text}" if title else text
 
 
 def etag(chunk: Chunk, vector: np.ndarray | None) -> str:

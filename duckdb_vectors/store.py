@@ -29,6 +29,7 @@ from .manifest import Manifest, read_manifest, refreshed, write_manifest
 from .memory_index import MemoryIndex
 from .models import Chunk, IndexReport, SearchResult, VectorPage
 from .ranking_sql import execute_user_sql, validate_fragment
+from .retokenize import current_manifest
 from .schema import check_readable, migrate
 from .search import Query, Scope, Searcher, SqlSearcher, answer
 from .tokenizer import tokenize
@@ -422,7 +423,8 @@ class VectorStore:
         write_manifest(self._connection, self.manifest)
 
     def _open_index(self) -> Manifest | None:
-        """Check (or migrate) the schema and read the manifest; damage is one clear error."""
+        """Check (or migrate) the schema and read the manifest, re-tokenizing an index from an
+        older tokenizer; damage is one clear error."""
         try:
             if self.read_only:
                 check_readable(self._connection)
@@ -435,7 +437,7 @@ class VectorStore:
         except duckdb.Error as error:
             raise NotAnIndexError(f"{self.db_path} cannot be read: {first_line(error)}") from None
         compatibility.check_stored_dimension(self.db_path, manifest, stored)
-        return manifest
+        return current_manifest(self._connection, manifest, self.db_path, self.read_only)
 
     def _checked_embedder(self) -> Embedder:
         embedder = self.embedder

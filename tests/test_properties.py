@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 import duckdb
+import exact_v1_tokenizer
 import numpy as np
 import pyromark
 import pytest
@@ -613,6 +614,32 @@ def test_text_whose_non_ascii_characters_only_separate_tokenizes_as_the_unicode_
 ) -> None:
     """Box drawing, arrows and typographic quotes keep text on the faster path."""
     assert tokenize(text + " \u00e9") == [*tokenize(text), "\u00e9"]
+
+
+# Thai, Lao, Burmese, Khmer and Hangul (with the enclosed Hangul NFKC unpacks): the blocks
+# whose text exact-v2 tokenizes differently from exact-v1.
+CHANGED_IN_V2 = re.compile(
+    "[\u0e00-\u0eff\u1000-\u11ff\u1780-\u17ff\u19e0-\u19ff\u3130-\u318f\u3200-\u327f"
+    "\ua960-\ua97f\ua9e0-\ua9ff\uaa60-\uaa7f\uac00-\ud7ff\uffa0-\uffdc]"
+)
+
+
+@SETTINGS
+@given(text=st.text())
+@example(text="v2.0 北京是首都 g\u0303 Москва ①")
+def test_text_outside_the_scripts_exact_v2_splits_tokenizes_as_exact_v1_did(text) -> None:
+    """Indexes built with exact-v1 are re-tokenized, but their other text keeps its tokens."""
+    assume(not CHANGED_IN_V2.search(text))
+    assert tokenize(text) == exact_v1_tokenizer.tokenize(text)
+
+
+@SETTINGS
+@given(text=st.text())
+@example(text="북 v2.0 北京 \u3200")
+def test_text_tokenizes_the_same_with_or_without_a_script_run_elsewhere(text) -> None:
+    """Text without Thai...Hangul takes a faster pattern; a Khmer word after it forces the
+    general one."""
+    assert tokenize(text + " \u1780") == [*tokenize(text), "\u1780"]
 
 
 @SETTINGS

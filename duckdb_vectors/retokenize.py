@@ -1,0 +1,59 @@
+"""Bringing an index built with an older tokenizer up to this one.
+
+An index's BM25 postings and token counts are only comparable with query tokens made by the
+same tokenizer, and the manifest names it. Everything a tokenizer reads (each chunk's title and
+text) is stored, so an index from an older tokenizer is re-tokenized, in one transaction, the
+first time it is opened for writing; read-only it is refused with the command that does this.
+Its vectors stay as they are: they do not depend on the tokenizer.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from . import chunk_table
+from .db import Transaction, objects_typed_by_first_value
+from .errors import IndexMismatchError
+from .manifest import Manifest, write_manifest
+from .tokenizer import TOKENIZER_NAME
+
+# Tokenizers of earlier releases. A name not here and not TOKENIZER_NAME comes from a newer
+# release (or another program): re-tokenizing with this one would downgrade it.
+OLDER_TOKENIZERS = ("exact-v1",)
+UPGRADE_COMMAND = "duckdb-vectors upgrade --db"
+_BATCH = 16_384
+
+
+def current_manifest(
+    connection: duckdb.DuckDBPyConnection,
+    manifest: Manifest | None,
+    db_path: Path | str,
+    read_only: bool,
+) -> Manifest | None:
+    """The index's manifest once its tokens are this tokenizer's, re-tokenizing if need be.
+
+    Raises ``IndexMismatchError`` for a tokenizer this release does not know, and for an older
+    one when the index is open read-only.
+    """
+    if manifest is None or manifest.tokenizer == TOKENIZER_NAME:
+        return manifest
+    if manifest.tokenizer not in OLDER_TOKENIZERS:
+        raise IndexMismatchError(
+            f"{db_path} was built with tokenizer {manifest.tokenizer}, which this duckdb-vectors"
+            f" (tokenizer {TOKENIZER_NAME}) does not know; upgrade duckdb-vectors or re-index it"
+        )
+    if read_only:
+        raise IndexMismatchError(
+            f"{db_path} was built with tokenizer {manifest.tokenizer}, this duckdb-vectors uses"
+            f" {TOKENIZER_NAME}; re-tokenize it once with: {UPGRADE_COMMAND} {db_path}"
+        )
+    upgraded = manifest.model_copy(
+        update={"tokenizer": TOKENIZER_NAME, "built_at": datetime.now(UTC)}
+    )
+    with objects_typed_by_first_value(connection), Transaction(connection):
+        chunk_table.retokenize(connection, _BATCH)
+        write_manifest(connection, upgraded)
+    return upgraded
