@@ -19,9 +19,10 @@ from pathlib import Path, PurePosixPath
 from pathspec import GitIgnoreSpec
 
 IGNORE_FILES = (".gitignore", ".duckdb-vectors-ignore")
-# Build output and dependency folders of Sphinx, MkDocs, Jekyll, Docusaurus and npm.
+# Build output and dependency folders of Sphinx, MkDocs, Jekyll, Docusaurus and npm. A built
+# Sphinx site's _sources holds copies of the sources of its pages.
 OUTPUT_FOLDERS = frozenset(
-    {"_build", "_site", "_static", "site", "node_modules", ".docusaurus", "__pycache__"}
+    {"_build", "_site", "_static", "_sources", "site", "node_modules", ".docusaurus", "__pycache__"}
 )
 # Text files that are assets, not documentation (binary ones are skipped as binary anyway).
 ASSET_SUFFIXES = frozenset(

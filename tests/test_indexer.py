@@ -252,6 +252,7 @@ def a_docs_site(docs: Path) -> Path:
     write(docs, "_static/theme.css", "body { font-family: serif; }\n")
     write(docs, "img/diagram.svg", "<svg><text>retries diagram</text></svg>\n")
     write(docs, "_build/html/guide.txt", "Failed requests are retried three times.\n")
+    write(docs, "html/_sources/guide.rst.txt", "Guide\n=====\n\nRetries, as a Sphinx source.\n")
     write(docs, "node_modules/pkg/README.md", "# pkg\n\nA dependency's readme.\n")
     write(docs, "site/index.txt", "MkDocs output about retries.\n")
     write(docs, ".gitignore", "drafts/\n*.tmp.md\n")
