@@ -240,7 +240,7 @@ Adding options is done with the :func:`option` decorator; see
 
 .. this is a comment
 
-An undefined |version| substitution.
+An undefined |version| substitution, an _`inline target` and a `link <https://x.org>`_.
 """
 
 
@@ -260,7 +260,7 @@ def test_rst_reads_sphinx_directives_and_roles_as_text(capfd: pytest.CaptureFixt
         "def dots(n):\n    pass\n```",
         "See also",
         "click.argument: The other kind of parameter.",
-        "An undefined version substitution.",
+        "An undefined version substitution, an inline target and a link.",
     ]
     assert capfd.readouterr() == ("", "")  # docutils' complaints are not printed
 
