@@ -253,6 +253,8 @@ def a_docs_site(docs: Path) -> Path:
     write(docs, "img/diagram.svg", "<svg><text>retries diagram</text></svg>\n")
     write(docs, "_build/html/guide.txt", "Failed requests are retried three times.\n")
     write(docs, "html/_sources/guide.rst.txt", "Guide\n=====\n\nRetries, as a Sphinx source.\n")
+    write(docs, "html/search/search_index.json", '{"docs": [{"text": "retries"}]}\n')
+    write(docs, "html/sitemap.xml", "<urlset><url><loc>guide.html</loc></url></urlset>\n")
     write(docs, "node_modules/pkg/README.md", "# pkg\n\nA dependency's readme.\n")
     write(docs, "site/index.txt", "MkDocs output about retries.\n")
     write(docs, ".gitignore", "drafts/\n*.tmp.md\n")
