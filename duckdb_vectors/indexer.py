@@ -122,7 +122,8 @@ def index_folder(
             the asset and build-output rules of ``selection.FileSelection`` also leave files
             out (``_build/``, ``_static/``, ``node_modules/``, ``.js``, ``.css``, ``.svg`` ...).
         include_hidden: also read files and folders whose name starts with ``.``.
-        chunker: replaces the default composite chunker (Markdown, PDF, text by MIME type).
+        chunker: replaces the default composite chunker (Markdown, reST, HTML, notebooks, PDF
+            and text, by MIME type).
         max_file_bytes: larger files are skipped, with the reason in the summary.
         source_prefix: prepended to every source; pruning only touches sources with it, so
             several folders (or a runtime registry) can share one index.

@@ -5,8 +5,8 @@ A file is indexed when it matches an ``include`` pattern (if any are given) and 
 pattern. Without ``include`` patterns, a file is also left out when an ignore file of the
 folder's root (``.gitignore`` or ``.duckdb-vectors-ignore``, gitignore syntax, read by
 ``pathspec``) ignores it, or when it is an asset or lies in a build-output folder
-(``ASSET_SUFFIXES``, ``OUTPUT_FOLDERS``). ``include`` overrides those defaults: asking for
-``_static/*.js`` gets them.
+(``ASSET_SUFFIXES``, ``ASSET_NAMES``, ``OUTPUT_FOLDERS``). ``include`` overrides those
+defaults: asking for ``_static/*.js`` gets them.
 """
 
 from __future__ import annotations
@@ -19,14 +19,17 @@ from pathlib import Path, PurePosixPath
 from pathspec import GitIgnoreSpec
 
 IGNORE_FILES = (".gitignore", ".duckdb-vectors-ignore")
-# Build output and dependency folders of Sphinx, MkDocs, Jekyll, Docusaurus and npm.
+# Build output and dependency folders of Sphinx, MkDocs, Jekyll, Docusaurus and npm. A built
+# Sphinx site's _sources holds copies of the sources of its pages.
 OUTPUT_FOLDERS = frozenset(
-    {"_build", "_site", "_static", "site", "node_modules", ".docusaurus", "__pycache__"}
+    {"_build", "_site", "_static", "_sources", "site", "node_modules", ".docusaurus", "__pycache__"}
 )
 # Text files that are assets, not documentation (binary ones are skipped as binary anyway).
 ASSET_SUFFIXES = frozenset(
     {".js", ".mjs", ".cjs", ".css", ".scss", ".sass", ".less", ".map", ".svg", ".lock"}
 )
+# Files a built site generates from its pages: MkDocs' search index repeats the whole site.
+ASSET_NAMES = frozenset({"search_index.json", "sitemap.xml"})
 
 
 @dataclass
@@ -61,8 +64,10 @@ class FileSelection:
             return False
         if self.include:
             return _matches(relative, self.include)
-        suffix = PurePosixPath(relative).suffix.lower()
-        return suffix not in ASSET_SUFFIXES and not self.ignored.match_file(relative)
+        path = PurePosixPath(relative)
+        if path.suffix.lower() in ASSET_SUFFIXES or path.name.lower() in ASSET_NAMES:
+            return False
+        return not self.ignored.match_file(relative)
 
 
 def _matches(relative: str, patterns: Sequence[str]) -> bool:

@@ -45,6 +45,7 @@ def test_what_the_index_would_leave_out_is_not_sent(tmp_path: Path) -> None:
     write(docs, "guide.md", "# Guide\n\nText.\n")
     sent = {name.removeprefix("input/docs/") for name in members(docs) if "input/docs/" in name}
     assert "guide.md" in sent and ".gitignore" in sent
-    for left_out in ("_static", "_build", "node_modules", "site", "drafts", "img/diagram.svg"):
+    for left_out in ("_static", "_build", "html/_sources", "node_modules", "site", "drafts"):
         assert not any(name == left_out or name.startswith(f"{left_out}/") for name in sent)
     assert "faq/old.tmp.md" not in sent and "faq/internal.md" not in sent
+    assert not {"img/diagram.svg", "html/search/search_index.json", "html/sitemap.xml"} & sent

@@ -1,17 +1,21 @@
-"""Chunkers: Markdown by headings, PDF by pages, text by paragraphs, dispatched by MIME type."""
+"""Chunkers: Markdown, reStructuredText and HTML by headings, notebooks by cells, PDF by pages,
+text by paragraphs, dispatched by MIME type."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import docutils.core
 import pytest
 from conftest import EVALDATA
 
 from duckdb_vectors.chunkers import (
     CompositeChunker,
+    HtmlChunker,
     MarkdownChunker,
     PdfChunker,
+    RstChunker,
     SkipFile,
     TextChunker,
     default_chunker,
@@ -20,6 +24,8 @@ from duckdb_vectors.chunkers import (
 )
 from duckdb_vectors.chunkers.pdf import NO_TEXT_LAYER
 from duckdb_vectors.models import Chunk
+
+DATA = Path(__file__).parent / "data"
 
 GUIDE = """---
 title: Guide
@@ -146,6 +152,10 @@ def test_pdfs_that_cannot_be_indexed_say_why(name: str, reason: str) -> None:
         ("image.md", b"\x89PNG\r\n", "application/octet-stream"),
         ("notes", b"plain", "text/plain"),
         ("script.py", b"print()", "text/x-python"),
+        ("guide.rst", b"Guide\n=====", "text/x-rst"),
+        ("page.html", b"<!doctype html>", "text/html"),
+        ("page.htm", b"<html>", "text/html"),
+        ("example.ipynb", b'{"cells": []}', "application/x-ipynb+json"),
     ],
 )
 def test_mime_type_from_extension_corrected_by_content(source, head, expected) -> None:
@@ -176,3 +186,164 @@ def test_register_chunker_adds_a_format() -> None:
 def test_any_object_with_chunk_can_replace_the_composite(tmp_path: Path) -> None:
     composite = CompositeChunker(fallback=ShoutingChunker())
     assert composite.chunk_bytes(b"quiet", "x.unknownext")[0].text == "QUIET"
+
+
+SPHINX_PAGE = """\
+:orphan:
+
+.. _options:
+
+Options
+=======
+
+.. currentmodule:: click
+
+.. toctree::
+   :maxdepth: 2
+
+   quickstart
+
+Adding options is done with the :func:`option` decorator; see
+:ref:`positional arguments <arguments>`, :class:`~click.core.Context` and :doc:`/api`.
+|project| follows :pep:`PEP 594 <594#aifc>` and :pep:`8`.
+
+.. |project| replace:: Click
+
+.. versionchanged:: 8.0
+   Options take ``type=`` too.
+
+.. note::
+
+   Mind the *dashes*.
+
+.. frobnicate:: Some Title
+   :unknown-option: 1
+
+   Text of a directive nobody knows, with :term:`glossary` roles.
+
+.. autoclass:: Option
+   :members:
+
+.. code-block:: python
+   :emphasize-lines: 2
+   :caption: example.py
+
+   @click.option("--n")
+
+   def dots(n):
+       pass
+
+.. seealso::
+
+   :func:`click.argument`
+      The other kind of parameter.
+
+.. this is a comment
+
+An undefined |version| substitution, an _`inline target` and a `link <https://x.org>`_.
+"""
+
+
+def test_rst_reads_sphinx_directives_and_roles_as_text(capfd: pytest.CaptureFixture[str]) -> None:
+    chunks = RstChunker().chunk(SPHINX_PAGE, "options.rst")
+    assert {c.title for c in chunks} == {"Options"}
+    assert chunks[0].metadata == {"orphan": ""}
+    text = "\n\n".join(c.text for c in chunks)
+    assert text.split("\n\n") == [
+        "Adding options is done with the option decorator; see positional arguments, Context"
+        " and api. Click follows PEP 594 and PEP 8.",
+        "Changed in version 8.0: Options take type= too.",
+        "Note: Mind the dashes.",
+        "Some Title",
+        "Text of a directive nobody knows, with glossary roles.",
+        '```python\n@click.option("--n")',  # one block: the blank line inside is the code's
+        "def dots(n):\n    pass\n```",
+        "See also",
+        "click.argument: The other kind of parameter.",
+        "An undefined version substitution, an inline target and a link.",
+    ]
+    assert capfd.readouterr() == ("", "")  # docutils' complaints are not printed
+
+
+def test_rst_code_blocks_stay_whole_and_sections_nest() -> None:
+    source = "Guide\n=====\n\nIntro.\n\nInstall\n-------\n\n.. code-block:: bash\n\n"
+    source += "".join(f"   step {i}\n" for i in range(40))
+    chunks = RstChunker(max_chars=100).chunk(source, "guide.rst")
+    assert [c.title for c in chunks] == ["Guide", "Guide > Install"]
+    assert chunks[1].text == "```bash\n" + "".join(f"step {i}\n" for i in range(40)) + "```"
+
+
+def test_rst_leaves_docutils_as_it_was() -> None:
+    RstChunker().chunk(SPHINX_PAGE, "options.rst")
+    settings = {"report_level": 5, "_disable_config": True}
+    tree = docutils.core.publish_doctree(".. frobnicate::\n", settings_overrides=settings)
+    assert "Unknown directive type" in tree.astext()  # for others, still an unknown directive
+
+
+def test_rst_that_docutils_cannot_parse_is_indexed_as_text(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    nested = "".join("  " * depth + f"- level {depth}\n\n" for depth in range(400))
+    chunks = RstChunker().chunk(nested, "deep.rst")
+    assert "- level 399" in chunks[-1].text
+    assert capfd.readouterr() == ("", "")
+
+
+PLAIN_PAGE = """<!doctype html>
+<html><head><title>Retry policy</title><style>body { color: red; }</style></head>
+<body>
+<header><a href="/">Home</a> <a href="/docs">Docs</a></header>
+<aside class="sidebar"><ul><li><a href="/a">A page</a></li></ul></aside>
+<main>
+<p>Failed requests are retried three times, with a pause that doubles each time.</p>
+<h2 id="limits">Limits<a class="headerlink" href="#limits">¶</a></h2>
+<div class="admonition note"><p class="admonition-title">Note</p>
+<p>At most 100 requests per minute are accepted from one client.</p></div>
+<pre><code class="language-python">for attempt in range(3):
+
+    send(request)</code></pre>
+<table><tr><th>Code</th><th>Meaning</th></tr><tr><td>429</td><td>Too many</td></tr></table>
+<ul><li>first <a href="#x">link</a></li><li>second<ul><li>nested</li></ul></li></ul>
+<script>window.track();</script>
+</main>
+<footer>Copyright the authors</footer>
+</body></html>
+"""
+
+
+@pytest.mark.parametrize("main", ["main", "article", "body"])
+def test_html_keeps_the_main_content_with_its_breadcrumbs(main: str) -> None:
+    page = PLAIN_PAGE if main == "main" else PLAIN_PAGE.replace("<main>", f"<{main}>")
+    if main != "main":
+        page = page.replace("</main>", f"</{main}>" if main == "article" else "")
+    chunks = HtmlChunker().chunk(page, "retry.html")
+    assert [c.title for c in chunks] == ["Retry policy", "Retry policy > Limits"]
+    assert chunks[0].text == (
+        "Failed requests are retried three times, with a pause that doubles each time."
+    )
+    assert chunks[1].text.split("\n\n") == [
+        "Note: At most 100 requests per minute are accepted from one client.",
+        "```python\nfor attempt in range(3):",  # one block: the blank line inside is the code's
+        "    send(request)\n```",
+        "Code | Meaning\n429 | Too many",
+        "- first link\n- second\n  - nested",
+    ]
+
+
+def test_html_pages_of_links_only_are_skipped() -> None:
+    links = "".join(f'<li><a href="p{i}.html">Page number {i}</a></li>' for i in range(50))
+    page = f"<html><body><main><h1>Index</h1><ul>{links}</ul></main></body></html>"
+    with pytest.raises(SkipFile, match="navigation"):
+        HtmlChunker().chunk(page, "index.html")
+
+
+def test_notebooks_that_are_not_valid_json_are_skipped_saying_why() -> None:
+    data = (DATA / "nbsphinx-0.9.5-notebooks" / "pre-executed.ipynb").read_bytes()
+    for broken, reason in [
+        (data[: len(data) // 2], "not a valid notebook: invalid JSON"),
+        (b"[1, 2]", "not a valid notebook: no list of cells"),
+        (b'{"nbformat": 3, "worksheets": []}', "nbformat 3 notebook; upgrade it"),
+    ]:
+        with pytest.raises(SkipFile, match=re.escape(reason)) as skipped:
+            default_chunker().chunk_bytes(broken, "broken.ipynb")
+        assert "\n" not in str(skipped.value)

@@ -18,7 +18,14 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from duckdb_vectors import InvalidFilterError, VectorStore
-from duckdb_vectors.chunkers import MarkdownChunker, TextChunker
+from duckdb_vectors.chunkers import (
+    HtmlChunker,
+    MarkdownChunker,
+    NotebookChunker,
+    RstChunker,
+    SkipFile,
+    TextChunker,
+)
 from duckdb_vectors.chunkers.markdown import split_front_matter
 from duckdb_vectors.config import FusionSettings
 from duckdb_vectors.filters import compile_filter
@@ -453,6 +460,83 @@ def test_text_chunks_lose_nothing_and_stay_within_max_chars(document, max_chars)
     assert "".join(c for chunk in chunks for c in chunk.text if not c.isspace()) == "".join(
         c for c in document if not c.isspace()
     )
+
+
+# Documentation markup, whole and broken: a chunker reads it or says why it skips the file.
+rst_pieces = st.sampled_from(
+    [
+        "Title\n=====\n",
+        "Sub\n---\n",
+        "=====\n",
+        ".. note::\n\n   Mind it.\n",
+        ".. code-block::\n\n   x = 1\n",
+        ".. versionchanged:: 2.0\n",
+        ".. frob:: arg\n   :opt: 1\n\n   body\n",
+        ".. toctree::\n   :maxdepth: 2\n",
+        ":func:`~a.b` and :ref:`T <x>`",
+        "|undefined|",
+        "`unclosed",
+        "* item\n",
+        "  indented\n",
+        "+--+\n|a |\n+--+\n",
+        ".. |s| replace:: |s|\n",
+        ":orphan:\n",
+    ]
+)
+html_pieces = st.sampled_from(
+    [
+        *("<h1>", "</h1>", "<h3>T</h3>", "<pre>", "</pre>", "<table><tr><td>", "<ul><li>"),
+        *("<a href=x>", "<main>", "<nav>", "</div>", "<br>", "<!--", "<script>"),
+        '<p class="admonition-title">',
+    ]
+)
+markup_words = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+
+
+@SETTINGS
+@given(pieces=st.lists(rst_pieces | markup_words, max_size=25), max_chars=st.integers(20, 300))
+def test_rst_chunker_reads_any_text(pieces, max_chars) -> None:
+    chunks = RstChunker(max_chars=max_chars).chunk("\n".join(pieces), "page.rst")
+    _check_ids(chunks, "page.rst")
+    assert all(_within(chunk.text, max_chars) for chunk in chunks)
+
+
+@SETTINGS
+@given(pieces=st.lists(html_pieces | markup_words, max_size=40), max_chars=st.integers(20, 300))
+def test_html_chunker_reads_any_text_or_skips_it(pieces, max_chars) -> None:
+    try:
+        chunks = HtmlChunker(max_chars=max_chars, min_prose_letters=0).chunk(
+            "".join(pieces), "a.html"
+        )
+    except SkipFile:
+        return
+    _check_ids(chunks, "a.html")
+    assert all(_within(chunk.text, max_chars) for chunk in chunks)
+
+
+def _within(text: str, max_chars: int) -> bool:
+    """At most ``max_chars``, but for a code block or table, which is never cut."""
+    return len(text) <= max_chars or "```" in text or " | " in text
+
+
+NOTEBOOK_KEYS = ["cells", "cell_type", "source", "outputs", "data", "text", "text/plain"]
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(NOTEBOOK_KEYS) | st.text(max_size=4), inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@SETTINGS
+@given(value=json_values)
+def test_notebook_chunker_reads_any_json_or_skips_it(value) -> None:
+    try:
+        NotebookChunker(include_outputs=True).chunk(json.dumps(value), "a.ipynb")
+    except SkipFile as reason:
+        assert "\n" not in str(reason)
 
 
 # -- fusion ------------------------------------------------------------------------------------

@@ -26,8 +26,11 @@ from .base import (
     make_chunks,
     split_text,
 )
+from .html import HtmlChunker
 from .markdown import MarkdownChunker
+from .notebook import NotebookChunker
 from .pdf import PdfChunker
+from .rst import RstChunker
 from .text import TextChunker
 
 TEXT_FALLBACK = "text/plain"
@@ -121,13 +124,17 @@ def _is_text_like(mime_type: str) -> bool:
 
 
 def default_chunker(max_chars: int = DEFAULT_MAX_CHARS) -> CompositeChunker:
-    """Markdown, PDF and plain text, plus every chunker added with ``register_chunker``."""
+    """Markdown, reStructuredText, HTML, Jupyter notebooks, PDF and plain text, plus every
+    chunker added with ``register_chunker``."""
     composite = CompositeChunker(fallback=TextChunker(max_chars))
     composite.register(
         MarkdownChunker(max_chars), ["text/markdown"], [".md", ".markdown", ".mdx", ".mdown"]
     )
     composite.register(PdfChunker(max_chars), ["application/pdf"], [".pdf"])
-    composite.register(TextChunker(max_chars), ["text/plain"], [".txt", ".text", ".rst", ".log"])
+    composite.register(RstChunker(max_chars), ["text/x-rst"], [".rst", ".rest"])
+    composite.register(HtmlChunker(max_chars), ["text/html"], [".html", ".htm"])
+    composite.register(NotebookChunker(max_chars), ["application/x-ipynb+json"], [".ipynb"])
+    composite.register(TextChunker(max_chars), ["text/plain"], [".txt", ".text", ".log"])
     for chunker, mime_types, extensions in _REGISTERED:
         composite.register(chunker, mime_types, extensions)
     return composite
@@ -150,8 +157,11 @@ __all__ = [
     "BinaryChunker",
     "Chunker",
     "CompositeChunker",
+    "HtmlChunker",
     "MarkdownChunker",
+    "NotebookChunker",
     "PdfChunker",
+    "RstChunker",
     "SkipFile",
     "TextChunker",
     "decode_text",

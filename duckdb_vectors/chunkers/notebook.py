@@ -1,0 +1,126 @@
+"""Jupyter notebooks: the markdown cells as Markdown, each code cell a whole code block.
+
+A notebook is read as the Markdown document it reads as: its markdown cells as written, its
+code cells as fenced blocks in the kernel's language, so the Markdown chunker gives the
+headings' breadcrumbs and keeps code blocks whole. The notebook's title (its metadata's, else
+its first heading) heads the breadcrumb of what comes before a top-level heading. Raw cells
+(text for one output format) are left out, and so are outputs unless asked for: then the
+text/plain ones (printed text, a value's repr) follow their cell, never images or other
+binary data.
+
+Read with the standard json module: a notebook is JSON, and nbformat's schema validation
+(and its jsonschema, traitlets and jupyter_core dependencies) would only turn a notebook
+that is odd but readable into a skipped file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+import yaml
+
+from ..models import Chunk
+from .base import DEFAULT_MAX_CHARS, SkipFile
+from .markdown import MarkdownChunker
+from .outline import fenced
+
+_ANSI_ESCAPE = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours in printed output
+_HEADING = regex.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", regex.MULTILINE)
+
+
+@dataclass
+class NotebookChunker:
+    """Splits a notebook (nbformat 4) on the headings of its markdown cells.
+
+    Args:
+        max_chars: the largest chunk, in characters (a lone code block may exceed it).
+        include_outputs: also index the text/plain outputs of code cells.
+    """
+
+    max_chars: int = DEFAULT_MAX_CHARS
+    include_outputs: bool = False
+
+    def chunk(self, text: str, source: str) -> list[Chunk]:
+        notebook = _load(text)
+        language = _language(notebook.get("metadata"))
+        parts = []
+        for cell in notebook["cells"]:
+            if not isinstance(cell, dict):
+                continue
+            kind = cell.get("cell_type")
+            if kind == "markdown":
+                parts.append(_source(cell))
+            elif kind == "code":
+                parts.append(fenced(_source(cell), language) if _source(cell).strip() else "")
+                if self.include_outputs:
+                    parts.extend(fenced(output, "text") for output in _text_outputs(cell))
+        document = "\n\n".join(part.strip("\n") for part in parts if part.strip())
+        title = _title(notebook.get("metadata"), document)
+        if title:  # as front matter, which the Markdown chunker takes the title from
+            document = f"---\n{yaml.safe_dump({'title': title}, allow_unicode=True)}---\n{document}"
+        return MarkdownChunker(self.max_chars).chunk(document, source)
+
+
+def _load(text: str) -> dict[str, Any]:
+    try:
+        notebook = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SkipFile(f"not a valid notebook: invalid JSON ({error})") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        version = notebook.get("nbformat") if isinstance(notebook, dict) else None
+        if isinstance(version, int) and version < 4:
+            raise SkipFile(
+                f"nbformat {version} notebook; upgrade it with `jupyter nbconvert --to notebook`"
+            )
+        raise SkipFile("not a valid notebook: no list of cells")
+    return notebook
+
+
+def _source(cell: dict[str, Any]) -> str:
+    """A cell's text: nbformat stores it as a string or as a list of lines."""
+    return _joined(cell.get("source", ""))
+
+
+def _joined(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(part for part in value if isinstance(part, str))
+    return value if isinstance(value, str) else ""
+
+
+def _title(metadata: Any, document: str) -> str | None:
+    title = metadata.get("title") if isinstance(metadata, dict) else None
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    heading = _HEADING.search(document)
+    return heading.group(1) if heading else None
+
+
+def _language(metadata: Any) -> str:
+    if not isinstance(metadata, dict):
+        return ""
+    for key, field in (("kernelspec", "language"), ("language_info", "name")):
+        entry = metadata.get(key)
+        if isinstance(entry, dict) and isinstance(entry.get(field), str):
+            return entry[field]
+    return ""
+
+
+def _text_outputs(cell: dict[str, Any]) -> list[str]:
+    """Printed text and text/plain results of a code cell, in order."""
+    texts = []
+    outputs = cell.get("outputs")
+    for output in outputs if isinstance(outputs, list) else []:
+        if not isinstance(output, dict):
+            continue
+        if output.get("output_type") == "stream":
+            text = _joined(output.get("text"))
+        else:
+            data = output.get("data")
+            text = _joined(data.get("text/plain")) if isinstance(data, dict) else ""
+        text = _ANSI_ESCAPE.sub("", text)
+        if text.strip():
+            texts.append(text)
+    return texts
