@@ -1,14 +1,16 @@
-"""MCP server under load: N concurrent clients calling ``search`` on one server; calls/s and RSS.
+"""MCP server under load: N concurrent clients calling ``search``; calls/s, latency and RSS.
 
-Builds an index of the DuckDB docs (or takes --db), spawns ``duckdb-vectors mcp --db FILE``
-(one server process per --sessions, default 1) and runs --tasks concurrent tasks (default 8,
-spread over the sessions) that call ``search`` in a loop until --seconds pass or --max-calls
-calls are made. The server's RSS (psutil if installed, else VmRSS in /proc/PID/status) is read
-after a warm-up, every second, and at the end; each answer is compared with the server's own
-first answer to that query.
+Builds an index of the DuckDB docs (or takes --db) and opens --sessions client sessions: over
+stdio each spawns its own ``duckdb-vectors mcp --db FILE`` (as agents do), over HTTP
+(``--transport http``) they all talk to one ``mcp --transport http`` server. --tasks concurrent
+tasks (default 8, spread over the sessions) call ``search`` in a loop until --seconds pass or
+--max-calls calls are made. The servers' RSS (psutil if installed, else VmRSS in
+/proc/PID/status) is read after a warm-up, every second, and at the end; each answer is
+compared with the first answer to that query.
 
     HF_HUB_OFFLINE=1 DUCKDB_VECTORS_MODEL_PATH=/work/shared/models/static-256-wordllama \\
         .venv/bin/python bench/mcp_load.py --seconds 60 --tasks 8
+    ... bench/mcp_load.py --transport http --sessions 16 --tasks 16 --seconds 60
 
 Writes bench/out/mcp_load.json and prints a short summary. Exit code 1 on errors or mismatches.
 """
@@ -17,17 +19,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from contextlib import AsyncExitStack
+import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 from common import DOCS, HERE, MODEL, QUERIES, SCRIPT, write_json
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from duckdb_vectors import VectorStore, index_folder
 
@@ -67,12 +75,67 @@ def server_pids(db: Path) -> set[int]:
     return found
 
 
+SERVER_ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "DUCKDB_VECTORS_MODEL_PATH": str(MODEL)}
+
+
+@asynccontextmanager
+async def sessions(
+    transport: str, count: int, db: Path
+) -> AsyncIterator[tuple[list[Client], set[int]]]:
+    """``count`` client sessions and the pids of the server processes behind them."""
+    async with AsyncExitStack() as stack:
+        if transport == "stdio":
+            parameters = StdioServerParameters(
+                command=SCRIPT, args=["mcp", "--db", str(db)], env=SERVER_ENV
+            )
+            clients = [
+                await stack.enter_async_context(
+                    Client(parameters, mode="legacy", read_timeout_seconds=60)
+                )
+                for _ in range(count)
+            ]
+            yield clients, server_pids(db)
+            return
+        url, pid = stack.enter_context(http_server(db))
+        clients = []
+        for _ in range(count):
+            http = httpx2.AsyncClient(timeout=120)
+            transport_streams = streamable_http_client(url, http_client=http)
+            clients.append(
+                await stack.enter_async_context(Client(transport_streams, mode="legacy"))
+            )
+        yield clients, {pid}
+
+
+class http_server:
+    """``duckdb-vectors mcp --transport http`` on a free port, ready (``/health`` 200)."""
+
+    def __init__(self, db: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.db = db
+
+    def __enter__(self) -> tuple[str, int]:
+        command = [SCRIPT, "mcp", "--transport", "http", "--port", str(self.port)]
+        self.process = subprocess.Popen([*command, "--db", str(self.db)], env=SERVER_ENV)
+        health = f"http://127.0.0.1:{self.port}/health"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(health, timeout=5) as response:
+                    if response.status == 200:
+                        return f"http://127.0.0.1:{self.port}/mcp", self.process.pid
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("the HTTP server did not become ready in 120 s")
+
+    def __exit__(self, *_: object) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
 async def run(arguments: argparse.Namespace, db: Path) -> dict[str, Any]:
-    parameters = StdioServerParameters(
-        command=SCRIPT,
-        args=["mcp", "--db", str(db)],
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "DUCKDB_VECTORS_MODEL_PATH": str(MODEL)},
-    )
     served, errors, mismatches, latencies = [0], [], [], []
     reference: dict[str, list[str]] = {}
     samples: dict[int, list[tuple[float, int | None]]] = {}
@@ -107,14 +170,7 @@ async def run(arguments: argparse.Namespace, db: Path) -> dict[str, Any]:
             for pid in pids:
                 samples[pid].append((round(time.monotonic() - begin, 1), rss_kib(pid)))
 
-    async with AsyncExitStack() as stack:
-        clients = [
-            await stack.enter_async_context(
-                Client(parameters, mode="legacy", read_timeout_seconds=60)
-            )
-            for _ in range(arguments.sessions)
-        ]
-        pids = server_pids(db)
+    async with sessions(arguments.transport, arguments.sessions, db) as (clients, pids):
         # Warm-up: the model and in-memory index load, every query answered once (reference).
         for client in clients:
             for query in QUERIES:
@@ -148,6 +204,7 @@ async def run(arguments: argparse.Namespace, db: Path) -> dict[str, Any]:
     ]
     ordered = sorted(latencies)
     return {
+        "transport": arguments.transport,
         "sessions": arguments.sessions,
         "tasks": arguments.tasks,
         "warm_up_calls": warm_calls,
@@ -161,6 +218,7 @@ async def run(arguments: argparse.Namespace, db: Path) -> dict[str, Any]:
         "latency_ms": {
             "median": round(statistics.median(ordered) * 1000, 2) if ordered else None,
             "p95": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 2) if ordered else None,
+            "p99": round(ordered[int(0.99 * (len(ordered) - 1))] * 1000, 2) if ordered else None,
             "max": round(ordered[-1] * 1000, 2) if ordered else None,
         },
         "servers": servers,
@@ -170,8 +228,11 @@ async def run(arguments: argparse.Namespace, db: Path) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--tasks", type=int, default=8, help="concurrent calling tasks")
-    parser.add_argument("--sessions", type=int, default=1, help="server processes (sessions)")
+    parser.add_argument(
+        "--sessions", type=int, default=1, help="client sessions (stdio: a server process each)"
+    )
     parser.add_argument("--seconds", type=float, default=60, help="load duration")
     parser.add_argument("--max-calls", type=int, default=1_000_000, help="stop after this many")
     parser.add_argument("--db", type=Path, help="an existing index (default: build one)")
@@ -187,10 +248,10 @@ def main() -> int:
         result = anyio.run(run, arguments, db)
     write_json(arguments.out, result)
     print(
-        f"{result['calls_served']} calls in {result['seconds']} s = {result['calls_per_s']}/s "
-        f"({result['tasks']} tasks, {result['sessions']} session(s)); errors {result['errors']}, "
-        f"mismatches {result['mismatches']}; latency median {result['latency_ms']['median']} ms, "
-        f"p95 {result['latency_ms']['p95']} ms"
+        f"{result['transport']}: {result['calls_served']} calls in {result['seconds']} s = "
+        f"{result['calls_per_s']}/s ({result['tasks']} tasks, {result['sessions']} session(s));"
+        f" errors {result['errors']}, mismatches {result['mismatches']}; latency median"
+        f" {result['latency_ms']['median']} ms, p99 {result['latency_ms']['p99']} ms"
     )
     for server in result["servers"]:
         print(

@@ -12,17 +12,22 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import docker
+import httpx2
 import pytest
 from conftest import DEFAULT_BACKEND, REPOSITORY, STATIC_MODEL
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from duckdb_vectors import VectorStore, index_folder
 from duckdb_vectors.container.bake import BakeError, verify_image
@@ -49,6 +54,7 @@ BAKED = f"{PREFIX}-baked"
 REBAKED = f"{PREFIX}-rebaked"
 PLAIN = f"{PREFIX}-plain"
 TOOLKIT = f"{PREFIX}-toolkit"
+TOKEN = "container-token"
 HARDENED = ["--network", "none", "--read-only", "--user", "65534", "--cap-drop", "ALL"]
 
 
@@ -282,12 +288,76 @@ def test_mcp_over_docker_run_i(image: str) -> None:
     async def scenario() -> None:
         async with Client(parameters, mode="legacy", read_timeout_seconds=60) as client:
             tools = {tool.name for tool in (await client.list_tools()).tools}
-            assert tools == {"search", "report"}
+            assert tools == {"search", "fetch", "report"}
             result = await client.call_tool("search", {"query": "which agents can connect?"})
             assert result.is_error is False
             assert result.structured_content["results"][0]["source"] == "guides/agents.md"
 
     anyio.run(scenario)
+
+
+def test_mcp_over_http_from_the_image(image: str) -> None:
+    """`docker run -p PORT:8000 IMAGE mcp --transport http --host 0.0.0.0`: health, a search
+    over streamable HTTP with the bearer token, and a clean stop on `docker stop`."""
+    port = free_port()
+    started = docker_cli(
+        "run",
+        "-d",
+        "--read-only",
+        "--user",
+        "65534",
+        "--cap-drop",
+        "ALL",
+        "-p",
+        f"127.0.0.1:{port}:8000",
+        "-e",
+        f"DUCKDB_VECTORS_AUTH_TOKEN={TOKEN}",
+        image,
+        "mcp",
+        "--transport",
+        "http",
+        "--host",
+        "0.0.0.0",
+    )
+    container = started.stdout.strip()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(f"{base}/health", container)
+
+        async def scenario() -> None:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+            transport = streamable_http_client(f"{base}/mcp", http_client=http)
+            async with Client(transport, mode="legacy") as client:
+                result = await client.call_tool("search", {"query": "which agents can connect?"})
+                hits = result.structured_content["results"]
+                assert hits[0]["source"] == "guides/agents.md"
+                assert hits[0]["url"] == "https://docs.example.com/guides/agents.html"
+
+        anyio.run(scenario)
+        docker_cli("stop", "--time", "30", container)
+        state = json.loads(docker_cli("inspect", container).stdout)[0]["State"]
+        assert state["ExitCode"] == 0
+    finally:
+        docker_cli("rm", "--force", container, check=False)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_ready(health: str, container: str, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(health, timeout=5) as response:
+                if json.load(response)["status"] == "ready":
+                    return
+        except (OSError, ValueError):
+            time.sleep(0.5)
+    logs = docker_cli("logs", container, check=False)
+    raise AssertionError(f"{health} never said ready:\n{logs.stderr[-2000:]}")
 
 
 def test_runtime_append_of_a_mounted_registry(image: str) -> None:
