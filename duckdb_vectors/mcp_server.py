@@ -92,7 +92,8 @@ MaxTokens = _argument(
 Flag = _argument({"type": "boolean", "description": "At most one hit per document."})
 Filter = _argument(
     {
-        "type": ["object", "null"],
+        # "object" alone (null is accepted too): a type list is not portable across clients.
+        "type": "object",
         "description": "Optional metadata filter, S3 Vectors syntax, e.g. "
         '{"kind": "guide"} or {"year": {"$gte": 2024}}.',
     }

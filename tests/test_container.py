@@ -29,7 +29,7 @@ from conftest import DEFAULT_BACKEND, REPOSITORY, STATIC_MODEL
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from duckdb_vectors import VectorStore, index_folder
+from duckdb_vectors import UrlRule, VectorStore, index_folder
 from duckdb_vectors.container.bake import BakeError, verify_image
 from duckdb_vectors.container.engine import CREATED_BY_LABEL
 
@@ -212,7 +212,7 @@ def test_the_content_hash_label_matches_an_index_built_on_the_host(
 ) -> None:
     labels = docker.from_env().images.get(image).labels
     with VectorStore(tmp_path / "host.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
-        index_folder(store, docs)
+        index_folder(store, docs, urls=UrlRule("https://docs.example.com/"))  # as baked
         assert store.manifest.content_hash == labels["io.duckdb-vectors.content-hash"]
 
 

@@ -67,6 +67,7 @@ def test_initialize_and_list_tools(index: Path) -> None:
             assert tools["search"].input_schema["required"] == ["query"]
             assert properties["top_k"]["maximum"] == 50
             assert properties["max_tokens"]["default"] == 8000
+            assert properties["filter"]["type"] == "object"  # one type: portable to all clients
             fetch_schema = tools["fetch"].input_schema
             assert set(fetch_schema["properties"]) == {"id", "context", "max_tokens", "offset"}
             assert fetch_schema["required"] == ["id"]
