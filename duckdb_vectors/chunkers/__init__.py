@@ -27,6 +27,7 @@ from .base import (
     split_text,
 )
 from .markdown import MarkdownChunker
+from .mdx import MdxChunker
 from .pdf import PdfChunker
 from .text import TextChunker
 
@@ -121,11 +122,12 @@ def _is_text_like(mime_type: str) -> bool:
 
 
 def default_chunker(max_chars: int = DEFAULT_MAX_CHARS) -> CompositeChunker:
-    """Markdown, PDF and plain text, plus every chunker added with ``register_chunker``."""
+    """Markdown, MDX, PDF and plain text, plus every chunker added with ``register_chunker``."""
     composite = CompositeChunker(fallback=TextChunker(max_chars))
     composite.register(
-        MarkdownChunker(max_chars), ["text/markdown"], [".md", ".markdown", ".mdx", ".mdown"]
+        MarkdownChunker(max_chars), ["text/markdown"], [".md", ".markdown", ".mdown"]
     )
+    composite.register(MdxChunker(max_chars), ["text/mdx"], [".mdx"])
     composite.register(PdfChunker(max_chars), ["application/pdf"], [".pdf"])
     composite.register(TextChunker(max_chars), ["text/plain"], [".txt", ".text", ".rst", ".log"])
     for chunker, mime_types, extensions in _REGISTERED:
@@ -151,6 +153,7 @@ __all__ = [
     "Chunker",
     "CompositeChunker",
     "MarkdownChunker",
+    "MdxChunker",
     "PdfChunker",
     "SkipFile",
     "TextChunker",
