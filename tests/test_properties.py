@@ -5,9 +5,9 @@ selection and the tokenizer's ASCII fast path."""
 from __future__ import annotations
 
 import json
-import html
 import re
 from collections import Counter
+from html import unescape
 from typing import Any
 
 import duckdb
@@ -408,7 +408,7 @@ def test_reduced_markdown_chunks_only_leave_things_out(document, max_chars) -> N
     (an HTML entity is its character)."""
     chunks = MarkdownChunker(max_chars=max_chars).chunk(document, "guide.md")
     _metadata, body = split_front_matter(document)
-    allowed = _visible(body) | _visible(html.unescape(body))
+    allowed = _visible(body) | _visible(unescape(body))
     assert not _visible("".join(chunk.text for chunk in chunks)) - allowed
     _check_ids(chunks, "guide.md")
 

@@ -46,6 +46,7 @@ from .myst import (
     role_text,
     strip_targets,
 )
+from .navigation import is_navigation, links_within
 from .templates import strip_template_tags
 
 # pulldown-cmark (Rust) parses the DuckDB docs 16x faster than markdown-it-py did; parsing was
@@ -80,6 +81,7 @@ class _Heading:
 @dataclass
 class _Section:
     breadcrumb: list[str]
+    level: int = 0  # of its heading
     blocks: list[_Block] = field(default_factory=list)
 
 
@@ -179,8 +181,8 @@ class MarkdownChunker:
             headings.append((item.level, item.title))
             has_h1 = any(level == 1 for level, _ in headings)
             prefix = [] if has_h1 or not root else [root]
-            sections.append(_Section(prefix + [name for _, name in headings]))
-        return [section for section in sections if section.blocks]
+            sections.append(_Section(prefix + [name for _, name in headings], item.level))
+        return _without_navigation([section for section in sections if section.blocks])
 
     def _render(self, markdown: str) -> str:
         """Markdown (a directive's content) as chunk text, headings kept as lines."""
@@ -314,6 +316,27 @@ class MarkdownChunker:
         if directive is None:
             return _decode(source, code.start, code.end)
         return render_directive(*directive, "".join(code.content), self._render)[0]
+
+
+def _without_navigation(sections: list[_Section]) -> list[_Section]:
+    """Sections without navigation sections (``navigation``): one whose links all stay in the
+    tree goes; one linking elsewhere moves into the section before it, under a line with its
+    heading (kept with its first block: packing never orphans it)."""
+    kept: list[_Section] = []
+    for section in sections:
+        text = "\n\n".join(block.text for block in section.blocks)
+        if not is_navigation(text):
+            kept.append(section)
+        elif links_within(text):
+            continue
+        elif kept:
+            first, *rest = section.blocks
+            heading = f"{'#' * section.level} {section.breadcrumb[-1]}"
+            kept[-1].blocks.append(_Block(f"{heading}\n{first.text}", atomic=False))
+            kept[-1].blocks.extend(rest)
+        else:
+            kept.append(section)
+    return kept
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
