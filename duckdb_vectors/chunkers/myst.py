@@ -110,8 +110,9 @@ def render_directive(
         return "", False
     if kind is Directive.CODE:
         language = argument.split()[0] if argument else ""
-        fence = "`" * max(3, _longest_backtick_run(content) + 1)
-        return f"{fence}{language}\n{content.rstrip()}\n{fence}", True
+        code = content.strip("\n").rstrip()  # the blank line after the options goes too
+        fence = "`" * max(3, _longest_backtick_run(code) + 1)
+        return f"{fence}{language}\n{code}\n{fence}", True
     if kind is Directive.RST:
         return reduce_rst(content), False
     text = render_markdown(content)
