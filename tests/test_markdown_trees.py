@@ -179,6 +179,8 @@ def test_mdx_components_keep_their_text_and_props_that_carry_content() -> None:
     assert api.title == "`experimental_useObject()` > API Signature > Parameters"
     assert "`useObject` is an experimental feature and only available in React" in texts  # <Note>
     assert "import { UIPreviewCard, Card }" not in texts  # an ES module block
+    # <InlinePrompt initialInput={`...`} />: a prop past blank lines, still one component
+    assert "Business: Gym with rock climbing" in texts and "initialInput" not in texts
     tip = one_chunk_with(chunks, "Use this awesome feature option")  # :::tip[My tip]
     assert "My tip" in tip.text and ":::" not in prose(tip.text)
     assert "This is Docusaurus green !" in texts  # <Highlight color="...">...</Highlight>

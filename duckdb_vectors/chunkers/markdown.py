@@ -204,7 +204,7 @@ class MarkdownChunker:
         line_starts = list(accumulate((len(line) for line in lines), initial=0))
         fences = ColonFences()
         covered = 0
-        for block in _top_level_blocks(body):
+        for block in self._top_level_blocks(body, source):
             first = bisect.bisect_right(line_starts, block.start) - 1
             end = max(first + 1, bisect.bisect_left(line_starts, block.end))
             # A line belongs to the first block that claims it: pulldown-cmark can end a block
@@ -227,6 +227,10 @@ class MarkdownChunker:
         tail = self._uncovered(source, line_starts[covered], len(source), fences)
         if tail is not None:
             yield tail
+
+    def _top_level_blocks(self, body: str, source: bytes) -> Iterator[_TopLevelBlock]:
+        """The parser's top-level blocks (dialects join some)."""
+        return _top_level_blocks(body)
 
     def _uncovered(self, source: bytes, start: int, end: int, fences: ColonFences) -> _Block | None:
         """Source lines the parser left out of every block (e.g. link definitions)."""

@@ -32,6 +32,8 @@ _TAG_START = re.compile(r"<(/?)(?:([A-Za-z][\w.-]*)(?=[\s/>])|(?=>))")
 _PLAIN_END = re.compile(_ATTRIBUTES)
 _STRING = re.compile(r""""([^"\\]*(?:\\.[^"\\]*)*)"|'([^'\\]*(?:\\.[^'\\]*)*)'|`([^`]*)`""")
 _PROP = re.compile(r"""\s*([^\s"'<>/={}]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`{}]+|(?=\{)))?""")
+_COMPONENT_START = re.compile(r"<[A-Z][\w.]*(?=[\s/>])")
+_TRUNCATED = -2  # the text ended inside a tag
 _TAG_STOP = re.compile(r"[\"'`{<>]")
 _EXPRESSION_STOP = re.compile(r"[\"'`{}]")
 _ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""")
@@ -89,8 +91,17 @@ def _reduce_tag(text: str, match: re.Match[str]) -> tuple[str, int]:
     return (alt.group(1) or alt.group(2) or "" if alt else ""), end
 
 
+def ends_inside_a_tag(text: str) -> bool:
+    """Whether the text ends inside a component's tag: in MDX, props (a template literal, an
+    array of objects) may run on past a blank line, where Markdown would end a block."""
+    return any(
+        _tag_end(text, match.end()) == _TRUNCATED for match in _COMPONENT_START.finditer(text)
+    )
+
+
 def _tag_end(text: str, start: int) -> int:
-    """The end of a tag whose props hold ``{...}`` expressions; -1 if it is not a tag."""
+    """The end of a tag whose props hold ``{...}`` expressions; -1 if it is not a tag,
+    ``_TRUNCATED`` if the text ends inside it."""
     position = start
     while (stop := _TAG_STOP.search(text, position)) is not None:
         character = stop.group(0)
@@ -100,15 +111,16 @@ def _tag_end(text: str, start: int) -> int:
             return -1
         position = _skip(text, stop.start())
         if position < 0:
-            return -1
-    return -1
+            return position
+    return _TRUNCATED
 
 
 def _skip(text: str, start: int) -> int:
-    """The end of the string literal or the balanced ``{...}`` expression at ``start``."""
+    """The end of the string literal or the balanced ``{...}`` expression at ``start``;
+    ``_TRUNCATED`` if the text ends first."""
     if text[start] != "{":
         string = _STRING.match(text, start)
-        return string.end() if string else -1
+        return string.end() if string else _TRUNCATED
     depth = 0
     position = start
     while (stop := _EXPRESSION_STOP.search(text, position)) is not None:
@@ -121,8 +133,8 @@ def _skip(text: str, start: int) -> int:
             continue
         position = _skip(text, stop.start())
         if position < 0:
-            return -1
-    return -1
+            return position
+    return _TRUNCATED
 
 
 def _prop_strings(attributes: str) -> list[str]:
