@@ -64,12 +64,14 @@ _HEADING_ID = re.compile(r"\s*\{#[\w.:-]+\}\s*$")
 _HTML_CODE = "<pre"  # an HTML block holding this is code: it is not cut
 _ATOMIC_BLOCKS = ("Table", "HtmlBlock")  # (and code blocks)
 _SOURCE_ATOMIC = ("CodeBlock", "Table", "HtmlBlock")  # when blocks are kept as written
+_LISTINGS = ("List", "Table")
 
 
 @dataclass
 class _Block:
     text: str
     atomic: bool
+    listing: bool = False  # a list or a table: what a navigation section is made of
 
 
 @dataclass
@@ -152,7 +154,7 @@ class MarkdownChunker:
     def keeps_block(self, kind: str, text: str) -> bool:
         """Whether a top-level block (its text with code masked) belongs in a chunk: a
         paragraph of MyST comment lines does not. Dialects (MDX) extend this."""
-        return not (kind == "Paragraph" and is_comment(text))
+        return not (kind == "Paragraph" and text[:1] == "%" and is_comment(text))
 
     def _pack(self, blocks: list[_Block]) -> list[str]:
         units: list[str] = []
@@ -258,7 +260,8 @@ class MarkdownChunker:
             text = "\n".join(line.strip() for line in text.split("\n"))
             return _Block(text.strip("\n"), atomic=False) if text.strip() else None
         atomic = block.kind in _ATOMIC_BLOCKS
-        return _Block(text.strip("\n"), atomic) if text.strip() else None
+        listing = block.kind in _LISTINGS
+        return _Block(text.strip("\n"), atomic, listing) if text.strip() else None
 
     def _code_block(self, code: _Code, text: str, fences: ColonFences) -> _Block | None:
         if fences.dropping:
@@ -274,7 +277,8 @@ class MarkdownChunker:
         text = source[start:end].decode()
         if self.reduce_markup:
             text = self._reduce_span(text, source, start, end, block.code, None)
-        return _Heading(block.heading_level, _HEADING_ID.sub("", text.strip().rstrip("#")))
+        text = text.strip().rstrip("#")
+        return _Heading(block.heading_level, _HEADING_ID.sub("", text) if "{#" in text else text)
 
     def _reduce_span(
         self,
@@ -288,7 +292,7 @@ class MarkdownChunker:
         """The source text ``raw`` from ``start`` to ``end`` reduced, its code kept. Most text
         holds no markup at all: one regex search tells, and it is returned as it is."""
         dropping = fences is not None and fences.dropping
-        has_directive = any(code.info and code.info[0] == "{" for code in codes)
+        has_directive = bool(codes) and any(code.info and code.info[0] == "{" for code in codes)
         if not (dropping or has_directive or self.markup.search(raw)):
             return raw
         codes = [code for code in codes if start <= code.start and code.end <= end]
@@ -323,13 +327,16 @@ class MarkdownChunker:
 
 
 def _without_navigation(sections: list[_Section]) -> list[_Section]:
-    """Sections without navigation sections (``navigation``): one whose links all stay in the
-    tree goes; one linking elsewhere moves into the section before it, under a line with its
-    heading (kept with its first block: packing never orphans it)."""
+    """Sections without navigation sections (``navigation``: lists and tables of little but
+    links): one whose links all stay in the tree goes; one linking elsewhere moves into the
+    section before it, under a line with its heading (kept with its first block: packing
+    never orphans it)."""
     kept: list[_Section] = []
     for section in sections:
-        text = "\n\n".join(block.text for block in section.blocks)
-        if not is_navigation(text):
+        # Only lists and tables can be navigation: most sections are settled by that alone.
+        listings = all(block.listing for block in section.blocks)
+        text = "\n\n".join(block.text for block in section.blocks) if listings else ""
+        if not (listings and is_navigation(text)):
             kept.append(section)
         elif links_within(text):
             continue

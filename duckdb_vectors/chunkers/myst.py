@@ -196,10 +196,7 @@ class ColonFences:
 
     _open: list[tuple[int, bool]] = field(default_factory=list)  # (colons, drops content)
     _in_options: bool = False
-
-    @property
-    def dropping(self) -> bool:
-        return any(drops for _, drops in self._open)
+    dropping: bool = False  # inside a directive whose content goes
 
     def reduce(self, text: str) -> str:
         """A block's text with its fence lines reduced (empty while dropping)."""
@@ -222,13 +219,15 @@ class ColonFences:
         if name is None:  # a closing fence: it closes the innermost one it is as long as
             if self._open and self._open[-1][0] <= colons:
                 self._open.pop()
+                self.dropping = bool(self._open) and self._open[-1][1]
             self._in_options = False
             return []
         kind = directive_kind(name)
-        self._open.append((colons, self.dropping or kind is Directive.DROP))
+        keeps_title = kind is Directive.TEXT and not self.dropping
+        self.dropping = self.dropping or kind is Directive.DROP
+        self._open.append((colons, self.dropping))
         self._in_options = True
         title = fence.group("bracketed") or fence.group("argument")
-        keeps_title = kind is Directive.TEXT and not self.dropping
         return [title] if title and keeps_title else []
 
 
