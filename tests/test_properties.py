@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from html import unescape
 from typing import Any
 
 import duckdb
@@ -393,8 +394,10 @@ _ATOMIC = {"CodeBlock", "Table", "HtmlBlock"}
 @example(document="0.\n\n 0", max_chars=20, atomic_factor=1)  # the list's span ends in " 0"
 def test_markdown_chunks_lose_and_duplicate_nothing(document, max_chars, atomic_factor) -> None:
     """Every visible character of the body reaches exactly one chunk, except the heading lines
-    (they become titles) and the front matter (it becomes metadata)."""
-    chunker = MarkdownChunker(max_chars=max_chars, max_atomic_chars=max_chars * atomic_factor)
+    (they become titles) and the front matter (it becomes metadata), when markup is kept."""
+    chunker = MarkdownChunker(
+        max_chars=max_chars, max_atomic_chars=max_chars * atomic_factor, reduce_markup=False
+    )
     chunks = chunker.chunk(document, "docs/guide.md")
     _metadata, body = split_front_matter(document)
     headings = _heading_lines(body)
@@ -403,6 +406,19 @@ def test_markdown_chunks_lose_and_duplicate_nothing(document, max_chars, atomic_
     )
     assert _visible("".join(chunk.text for chunk in chunks)) == _visible(kept)
     _check_ids(chunks, "docs/guide.md")
+
+
+@SETTINGS
+@given(document=markdown_documents, max_chars=st.integers(20, 400))
+@example(document="<div>\nword\n</div>", max_chars=20)
+def test_reduced_markdown_chunks_only_leave_things_out(document, max_chars) -> None:
+    """Reducing markup drops characters (tags, template tags) but never adds or repeats one
+    (an HTML entity is its character)."""
+    chunks = MarkdownChunker(max_chars=max_chars).chunk(document, "guide.md")
+    _metadata, body = split_front_matter(document)
+    allowed = _visible(body) | _visible(unescape(body))
+    assert not _visible("".join(chunk.text for chunk in chunks)) - allowed
+    _check_ids(chunks, "guide.md")
 
 
 @SETTINGS

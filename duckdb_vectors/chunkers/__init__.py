@@ -28,6 +28,7 @@ from .base import (
 )
 from .html import HtmlChunker
 from .markdown import MarkdownChunker
+from .mdx import MdxChunker
 from .notebook import NotebookChunker
 from .pdf import PdfChunker
 from .rst import RstChunker
@@ -124,12 +125,13 @@ def _is_text_like(mime_type: str) -> bool:
 
 
 def default_chunker(max_chars: int = DEFAULT_MAX_CHARS) -> CompositeChunker:
-    """Markdown, reStructuredText, HTML, Jupyter notebooks, PDF and plain text, plus every
-    chunker added with ``register_chunker``."""
+    """Markdown (MyST too), MDX, reStructuredText, HTML, Jupyter notebooks, PDF and plain
+    text, plus every chunker added with ``register_chunker``."""
     composite = CompositeChunker(fallback=TextChunker(max_chars))
     composite.register(
-        MarkdownChunker(max_chars), ["text/markdown"], [".md", ".markdown", ".mdx", ".mdown"]
+        MarkdownChunker(max_chars), ["text/markdown"], [".md", ".markdown", ".mdown"]
     )
+    composite.register(MdxChunker(max_chars), ["text/mdx"], [".mdx"])
     composite.register(PdfChunker(max_chars), ["application/pdf"], [".pdf"])
     composite.register(RstChunker(max_chars), ["text/x-rst"], [".rst", ".rest"])
     composite.register(HtmlChunker(max_chars), ["text/html"], [".html", ".htm"])
@@ -159,6 +161,7 @@ __all__ = [
     "CompositeChunker",
     "HtmlChunker",
     "MarkdownChunker",
+    "MdxChunker",
     "NotebookChunker",
     "PdfChunker",
     "RstChunker",

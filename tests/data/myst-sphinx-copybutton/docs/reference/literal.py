@@ -1,0 +1,5 @@
+# This will be included as python in the reference page
+print(1)
+print(1)
+print(1)
+print(1)
