@@ -23,6 +23,7 @@ from duckdb_vectors.chunkers import (
     split_text,
 )
 from duckdb_vectors.chunkers.pdf import NO_TEXT_LAYER
+from duckdb_vectors.chunkers.roles import role_text
 from duckdb_vectors.models import Chunk
 
 DATA = Path(__file__).parent / "data"
@@ -347,3 +348,19 @@ def test_notebooks_that_are_not_valid_json_are_skipped_saying_why() -> None:
         with pytest.raises(SkipFile, match=re.escape(reason)) as skipped:
             default_chunker().chunk_bytes(broken, "broken.ipynb")
         assert "\n" not in str(skipped.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "shown"),
+    [
+        ("ref", "Installing <install-guide>", "Installing"),
+        ("py:class", "~duckdb_vectors.store.VectorStore", "VectorStore"),
+        ("func", "~a.b.run()", "run()"),
+        ("pep", "8#naming", "PEP 8"),
+        ("doc", "/guides/install", "guides/install"),
+        ("octicon", "mark-github", ""),
+        ("term", "!literal", "literal"),
+    ],
+)
+def test_a_role_shows_what_sphinx_shows_in_rst_and_myst(name: str, content: str, shown: str):
+    assert role_text(name, content) == shown

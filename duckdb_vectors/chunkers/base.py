@@ -13,8 +13,9 @@ DEFAULT_MAX_CHARS = 2000
 # Part of every indexed file's chunker key: bump it when a built-in chunker cuts the same input
 # differently, so the next index run re-chunks every file (vectors of unchanged text are reused)
 # and an updated index equals a fresh one. 2: Markdown parsed by pulldown-cmark. 3: a line
-# that two Markdown blocks claim is kept once.
-CHUNKING_VERSION = 3
+# that two Markdown blocks claim is kept once. 4: reST, HTML and notebooks get chunkers of their
+# own; MyST, MDX, template tags and HTML in Markdown are reduced to text; link lists folded.
+CHUNKING_VERSION = 4
 
 _PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n+")
 # A sentence ends at . ! ? (or their CJK forms) followed by whitespace, or at a CJK full stop.

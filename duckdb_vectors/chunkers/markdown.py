@@ -43,10 +43,10 @@ from .myst import (
     fence_directive,
     is_comment,
     render_directive,
-    role_text,
     strip_targets,
 )
 from .navigation import is_navigation, links_within
+from .roles import role_text
 from .templates import strip_template_tags
 
 # pulldown-cmark (Rust) parses the DuckDB docs 16x faster than markdown-it-py did; parsing was
@@ -68,7 +68,7 @@ _LISTINGS = ("List", "Table")
 
 
 @dataclass
-class _Block:
+class Block:
     text: str
     atomic: bool
     listing: bool = False  # a list or a table: what a navigation section is made of
@@ -84,7 +84,7 @@ class _Heading:
 class _Section:
     breadcrumb: list[str]
     level: int = 0  # of its heading
-    blocks: list[_Block] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -141,7 +141,7 @@ class MarkdownChunker:
         pieces = []
         for section in self._sections(body, root):
             title = self.separator.join(section.breadcrumb) or None
-            for piece in self._pack(section.blocks):
+            for piece in self.pack_blocks(section.blocks):
                 pieces.append((piece, title, metadata))
         return make_chunks(pieces, source)
 
@@ -156,7 +156,11 @@ class MarkdownChunker:
         paragraph of MyST comment lines does not. Dialects (MDX) extend this."""
         return not (kind == "Paragraph" and text[:1] == "%" and is_comment(text))
 
-    def _pack(self, blocks: list[_Block]) -> list[str]:
+    def pack_blocks(self, blocks: list[Block]) -> list[str]:
+        """A section's blocks as chunk texts of at most ``max_chars``: cut between blocks, a
+        code block or table whole unless it alone exceeds ``max_atomic_chars`` (then on
+        lines), prose on paragraphs and sentences. The reST, HTML and notebook chunkers use it
+        too."""
         units: list[str] = []
         for block in blocks:
             if block.atomic and len(block.text) <= self.max_atomic_chars:
@@ -176,7 +180,7 @@ class MarkdownChunker:
         headings: list[tuple[int, str]] = []
         sections = [_Section([root] if root else [])]
         for item in self._blocks(body):
-            if isinstance(item, _Block):
+            if isinstance(item, Block):
                 sections[-1].blocks.append(item)
                 continue
             headings = [(level, name) for level, name in headings if level < item.level]
@@ -193,7 +197,7 @@ class MarkdownChunker:
             for item in self._blocks(markdown)
         )
 
-    def _blocks(self, body: str) -> Iterator[_Block | _Heading]:
+    def _blocks(self, body: str) -> Iterator[Block | _Heading]:
         """The document's headings and its blocks' reduced text, in order."""
         try:
             source = body.encode("utf-8")
@@ -234,21 +238,21 @@ class MarkdownChunker:
         """The parser's top-level blocks (dialects join some)."""
         return _top_level_blocks(body)
 
-    def _uncovered(self, source: bytes, start: int, end: int, fences: ColonFences) -> _Block | None:
+    def _uncovered(self, source: bytes, start: int, end: int, fences: ColonFences) -> Block | None:
         """Source lines the parser left out of every block (e.g. link definitions)."""
         if not source[start:end].strip():
             return None
         text = source[start:end].decode()
         if self.reduce_markup:
             text = self._reduce_span(text, source, start, end, [], fences)
-        return _Block(text.strip("\n"), atomic=False) if text.strip() else None
+        return Block(text.strip("\n"), atomic=False) if text.strip() else None
 
     def _reduce_block(
         self, block: _TopLevelBlock, source: bytes, start: int, end: int, fences: ColonFences
-    ) -> _Block | None:
+    ) -> Block | None:
         raw = source[start:end].decode()
         if not self.reduce_markup:
-            return _Block(raw.strip("\n"), block.kind in _SOURCE_ATOMIC) if raw.strip() else None
+            return Block(raw.strip("\n"), block.kind in _SOURCE_ATOMIC) if raw.strip() else None
         codes = block.code if self.indented_code else [c for c in block.code if not c.indented]
         if block.kind == "CodeBlock" and codes and codes[0].start >= start:
             return self._code_block(codes[0], raw, fences)
@@ -258,19 +262,19 @@ class MarkdownChunker:
         if block.kind == "HtmlBlock" and _HTML_CODE not in raw:
             # Indentation in HTML is layout, and the block is text now: it may be cut.
             text = "\n".join(line.strip() for line in text.split("\n"))
-            return _Block(text.strip("\n"), atomic=False) if text.strip() else None
+            return Block(text.strip("\n"), atomic=False) if text.strip() else None
         atomic = block.kind in _ATOMIC_BLOCKS
         listing = block.kind in _LISTINGS
-        return _Block(text.strip("\n"), atomic, listing) if text.strip() else None
+        return Block(text.strip("\n"), atomic, listing) if text.strip() else None
 
-    def _code_block(self, code: _Code, text: str, fences: ColonFences) -> _Block | None:
+    def _code_block(self, code: _Code, text: str, fences: ColonFences) -> Block | None:
         if fences.dropping:
             return None
         directive = fence_directive(code.info or "")
         if directive is None:
-            return _Block(text.strip("\n"), atomic=True)
+            return Block(text.strip("\n"), atomic=True)
         rendered, is_code = render_directive(*directive, "".join(code.content), self._render)
-        return _Block(rendered, atomic=is_code) if rendered.strip() else None
+        return Block(rendered, atomic=is_code) if rendered.strip() else None
 
     def _heading(self, block: _TopLevelBlock, source: bytes) -> _Heading:
         start, end = block.inline_start, block.inline_end
@@ -343,7 +347,7 @@ def _without_navigation(sections: list[_Section]) -> list[_Section]:
         elif kept:
             first, *rest = section.blocks
             heading = f"{'#' * section.level} {section.breadcrumb[-1]}"
-            kept[-1].blocks.append(_Block(f"{heading}\n{first.text}", atomic=False))
+            kept[-1].blocks.append(Block(f"{heading}\n{first.text}", atomic=False))
             kept[-1].blocks.extend(rest)
         else:
             kept.append(section)

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .roles import role_text
+
 
 class Directive(Enum):
     """What a directive's content becomes in a chunk."""
@@ -139,23 +141,6 @@ def _longest_backtick_run(text: str) -> int:
 # Roles -------------------------------------------------------------------------------------
 
 ROLE_NAME = re.compile(r"\{([\w:.+-]+)\}\Z")  # at the end of the text before a code span
-_ICON_ROLES = frozenset({"fa", "fas", "fab", "far", "octicon", "icon"})
-_EXPLICIT_TITLE = re.compile(r"(.*?)\s*<([^<>]*)>", re.DOTALL)
-_NUMBERED_ROLES = {"pep": "PEP", "rfc": "RFC"}
-
-
-def role_text(name: str, content: str) -> str:
-    """What a role shows: ``text`` of ``text <target>``, the last part of ``~a.b.c``."""
-    if name in _ICON_ROLES or name.startswith("material-"):
-        return ""
-    explicit = _EXPLICIT_TITLE.fullmatch(content)
-    if explicit and explicit.group(1):
-        return explicit.group(1)
-    text = content.lstrip("!")
-    if text.startswith("~"):
-        text = text[1:].rsplit(".", 1)[-1]
-    prefix = _NUMBERED_ROLES.get(name.lower())
-    return f"{prefix} {text}" if prefix else text
 
 
 # Lines that only carry markup ----------------------------------------------------------------

@@ -16,7 +16,7 @@ import regex
 
 from ..models import Chunk
 from .base import DEFAULT_MAX_CHARS, make_chunks
-from .markdown import MarkdownChunker, _Block  # Markdown's packing, reused as it is
+from .markdown import Block, MarkdownChunker  # Markdown's packing, reused as it is
 
 _BACKTICK_RUN = regex.compile(r"`{3,}")
 
@@ -24,7 +24,7 @@ _BACKTICK_RUN = regex.compile(r"`{3,}")
 @dataclass
 class _Section:
     breadcrumb: list[str]
-    blocks: list[_Block] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Outline:
             return
         if not self.sections:
             self.sections.append(_Section(self._breadcrumb()))
-        self.sections[-1].blocks.append(_Block(text.strip("\n"), atomic))
+        self.sections[-1].blocks.append(Block(text.strip("\n"), atomic))
 
     def chunks(
         self,
@@ -69,7 +69,7 @@ class Outline:
         pieces = [
             (piece, separator.join(section.breadcrumb) or None, self.metadata)
             for section in self.sections
-            for piece in packer._pack(section.blocks)
+            for piece in packer.pack_blocks(section.blocks)
         ]
         return make_chunks(pieces, source)
 

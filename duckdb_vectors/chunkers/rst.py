@@ -30,6 +30,7 @@ from docutils.utils import new_document
 from ..models import Chunk
 from .base import DEFAULT_MAX_CHARS
 from .outline import Outline, fenced
+from .roles import role_text
 from .text import TextChunker
 
 _SETTINGS = {
@@ -104,8 +105,6 @@ _SPHINX_NAMES = frozenset({"class"})
 _NUMBERED_ROLES = frozenset({"pep", "rfc"})
 _CONTINUED_LINE = regex.compile(r"\\\n\s*")
 _DOMAIN = regex.compile(r"^(?:py|c|cpp|js|rst|std|math):")
-_TITLE_AND_TARGET = regex.compile(r"^(.+?)\s*<([^<>]+)>$", regex.DOTALL)
-_SHORTENED_NAME = regex.compile(r"~([\w.]+(?:\(\))?)")  # `~a.b.C` shows `C`
 # A substitution defined in another file, or by Sphinx (|version|), stays as it was written.
 _UNDEFINED_SUBSTITUTION = regex.compile(r"^\|(.+)\|_{0,2}$", regex.DOTALL)
 _NOT_TEXT = frozenset(
@@ -268,20 +267,8 @@ def _sphinx_role(
     options: Any = None,
     content: Any = None,
 ) -> tuple[list[nodes.Node], list[Any]]:
-    """The text Sphinx shows for a role: the explicit title of ``Title <target>``, the last
-    part of ``~a.b.C``, ``PEP 8`` for ``:pep:`8```, else the text itself."""
-    text = nodes.unescape(text)
-    titled = _TITLE_AND_TARGET.match(text)
-    shortened = _SHORTENED_NAME.fullmatch(text)
-    if titled:
-        shown = titled.group(1)
-    elif shortened:
-        shown = shortened.group(1).rsplit(".", 1)[-1]
-    elif name in _NUMBERED_ROLES:
-        shown = f"{name.upper()} {text.split('#', 1)[0]}"
-    else:
-        shown = text.lstrip("!").lstrip("/" if name == "doc" else "")
-    return [nodes.literal(rawtext, shown)], []
+    """A role as the text Sphinx shows for it (``roles.role_text``)."""
+    return [nodes.literal(rawtext, role_text(name, nodes.unescape(text)))], []
 
 
 class _Blocks:
