@@ -390,7 +390,8 @@ def test_verification_refuses_an_image_that_is_not_an_index() -> None:
 def test_runtime_overhead_over_the_base_image(baked: dict) -> None:
     model = sum(p.stat().st_size for p in STATIC_MODEL.iterdir())
     overhead = baked["overhead_bytes"] - model
-    assert overhead < 300e6, f"{overhead / 1e6:.0f} MB over the base image (model excluded)"
+    # 300 MB until docutils and selectolax (reST and HTML docs trees) added about 11 MB.
+    assert overhead < 315e6, f"{overhead / 1e6:.0f} MB over the base image (model excluded)"
 
 
 def test_no_secrets_in_any_layer(image: str) -> None:
