@@ -19,6 +19,7 @@ from typing import Any
 import click
 from loguru import logger
 
+from . import slices
 from .citations import URL_STYLES, UrlRule, UrlStyle
 from .config import DEFAULT_BASE_IMAGE, DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, Settings
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError
@@ -34,6 +35,7 @@ from .rendering import (
     report_as_text,
     summary_as_text,
 )
+from .search import MATCH_MODES, Match
 from .store import MAX_RESULTS, VectorStore
 
 EXIT_ERROR = 1
@@ -93,6 +95,26 @@ def url_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
+def slice_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--set KEY=VALUE (repeatable), passed on as one ``metadata`` mapping."""
+
+    def as_metadata(_: click.Context, __: click.Parameter, texts: tuple[str, ...]) -> dict:
+        try:
+            return slices.parse_assignments(texts)
+        except slices.SliceError as error:
+            raise click.BadParameter(str(error)) from None
+
+    return click.option(
+        "--set",
+        "metadata",
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=as_metadata,
+        help="Stamp onto every chunk (repeatable): a slice, e.g. version=2.0, found by"
+        " --filter. Its sources go under its values (2.0/) unless --source-prefix is given.",
+    )(command)
+
+
 def max_tokens_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--max-tokens",
@@ -125,6 +147,7 @@ def cli(debug: bool) -> None:
 Examples:
   duckdb-vectors index ./docs --db docs.duckdb
   duckdb-vectors index ./skills --db agent.duckdb --source-prefix skills/ --include '*.md'
+  duckdb-vectors index ./docs-v2 --db docs.duckdb --set version=2.0   # sources under 2.0/
 """
 )
 @click.argument("folder", type=click.Path(path_type=Path))
@@ -145,8 +168,12 @@ Examples:
     show_default=True,
     help="Skip files larger than this many MB.",
 )
-@click.option("--source-prefix", default="", help="Prepended to sources; pruning stays inside it.")
+@click.option(
+    "--source-prefix",
+    help="Prepended to sources; pruning stays inside it [default: none, or a slice's values].",
+)
 @url_options
+@slice_option
 @click.option("--progress/--no-progress", default=None, help="Default: a bar on a terminal.")
 def index(
     folder: Path,
@@ -159,8 +186,9 @@ def index(
     exclude: tuple[str, ...],
     include_hidden: bool,
     max_file_size: float,
-    source_prefix: str,
+    source_prefix: str | None,
     urls: UrlRule,
+    metadata: dict[str, str],
     progress: bool | None,
 ) -> None:
     """Index FOLDER: chunk, embed and store what changed; prune what disappeared."""
@@ -175,6 +203,7 @@ def index(
             max_file_bytes=int(max_file_size * 1e6),
             source_prefix=source_prefix,
             urls=urls,
+            metadata=metadata,
             progress=progress,
         )
         empty = store.count() == 0
@@ -222,6 +251,7 @@ Examples:
   duckdb-vectors search "how do retries work?" --top-k 3
   duckdb-vectors search "E1234" --filter '{"kind": {"$in": ["guide", "faq"]}}' --json
   duckdb-vectors search "install" --where "source LIKE 'guides/%'"
+  duckdb-vectors search "retry backoff jitter" --match all
 """
 )
 @click.argument("query")
@@ -240,6 +270,13 @@ Examples:
 @click.option("--text-only", is_flag=True, help="Rank by BM25 alone (loads no model).")
 @click.option("--full", is_flag=True, help="Print each chunk's whole text, not a snippet.")
 @click.option("--one-per-source", is_flag=True, help="At most one hit per document.")
+@click.option(
+    "--match",
+    type=click.Choice(MATCH_MODES),
+    default="any",
+    show_default=True,
+    help="all: only chunks with every query word (falls back to any, and says so).",
+)
 @max_tokens_option
 def search(
     query: str,
@@ -255,6 +292,7 @@ def search(
     text_only: bool,
     full: bool,
     one_per_source: bool,
+    match: Match,
     max_tokens: int | None,
 ) -> None:
     """Search the index for QUERY (hybrid: vector + exact-token BM25)."""
@@ -277,10 +315,10 @@ def search(
             "one_per_source": one_per_source,
         }
         if text_only:
-            hits = store.query_text(query, top_k, **options)
+            hits = store.query_text(query, top_k, match=match, **options)
         else:
-            hits = store.query(query, top_k, hybrid=not vector_only, **options)
-    output = SearchOutput.of(query, hits, max_tokens)
+            hits = store.query(query, top_k, hybrid=not vector_only, match=match, **options)
+    output = SearchOutput.of(query, hits, max_tokens, hits.match)
     if as_json:
         click.echo(output.model_dump_json(indent=2))
     else:

@@ -55,7 +55,7 @@ class _Compiler:
         return self._operator(key, "$eq", value)
 
     def _operator(self, key: str, operator: str, argument: Any) -> str:
-        field = f"json_extract({self.column}, {_json_path_literal(key)})"
+        field = f"json_extract({self.column}, {json_path_literal(key)})"
         if operator == "$eq":
             return self._any_element(field, self._equals(key, argument))
         if operator == "$ne":
@@ -146,7 +146,8 @@ def compile_filter(
     return compiler.compile(filter), compiler.parameters
 
 
-def _json_path_literal(key: str) -> str:
+def json_path_literal(key: str) -> str:
+    """A SQL literal of the JSON path to the member ``key`` (any string, safely escaped)."""
     # DuckDB's JSON path takes a quoted member name with only \\ and \" escaped (json.dumps
     # would also write \uXXXX escapes, which the path does not decode).
     member = '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -14,14 +14,14 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from . import chunkers, documents
+from . import chunkers, documents, slices
 from .chunkers import (
     SNIFF_BYTES,
     BinaryChunker,
@@ -105,8 +105,9 @@ def index_folder(
     include_hidden: bool = False,
     chunker: Chunker | BinaryChunker | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    source_prefix: str = "",
+    source_prefix: str | None = None,
     urls: UrlRule | None = None,
+    metadata: Mapping[str, str] | None = None,
     progress: bool | None = None,
 ) -> IndexSummary:
     """Index every file of ``folder`` into ``store`` and prune what is no longer there.
@@ -126,9 +127,13 @@ def index_folder(
             and text, by MIME type).
         max_file_bytes: larger files are skipped, with the reason in the summary.
         source_prefix: prepended to every source; pruning only touches sources with it, so
-            several folders (or a runtime registry) can share one index.
+            several folders (or a runtime registry) can share one index. Default: none, or
+            for a slice (``metadata``) its values as folders, e.g. ``2.0/``.
         urls: how each document's public URL is found (``citations.UrlRule``); by default
             only from front matter naming an absolute URL.
+        metadata: a slice, e.g. ``{"version": "2.0"}``: stamped onto every chunk written, so
+            a filter selects it. Each slice needs its own source prefix (see ``slices``); a
+            run whose prefix holds another slice raises ``slices.SliceError``.
         progress: show a progress bar on stderr; default: only when stderr is a terminal.
     """
     started = time.monotonic()
@@ -136,18 +141,23 @@ def index_folder(
     if not root.is_dir():
         raise DuckDBVectorsError(f"{folder} is not a folder; pass the folder to index")
     chunker = chunker or default_chunker()
+    metadata = slices.checked(metadata or {})
+    if source_prefix is None:
+        source_prefix = slices.default_prefix(metadata)
+    slices.check_scope(store.connection, source_prefix, metadata, store.slice_keys)
     summary = IndexSummary(folder=str(folder))
     selection = FileSelection.for_folder(root, include, exclude)
     entries = sorted(
         _walk(root, recursive, include_hidden, selection, source_prefix),
         key=lambda entry: entry.source,
     )
-    run = _Run(store, chunker, summary, max_file_bytes, source_prefix, urls or UrlRule())
+    run = _Run(store, chunker, summary, max_file_bytes, source_prefix, urls or UrlRule(), metadata)
     collector = _WarningCollector(summary)
     chunker_logger = logging.getLogger("duckdb_vectors.chunkers")
     chunker_logger.addHandler(collector)
     try:
         with store.transaction():
+            store.record_slice_keys(metadata)
             # A generator: files are read and chunked while earlier batches are embedded.
             chunks = (chunk for entry in _progress(entries, progress) for chunk in run.add(entry))
             summary.count(store.add_chunks(chunks, stamp=run.stamp))
@@ -186,6 +196,7 @@ class _Run:
         max_file_bytes: int,
         source_prefix: str,
         urls: UrlRule,
+        metadata: dict[str, str],
     ) -> None:
         self.store = store
         self.chunker = chunker
@@ -193,8 +204,9 @@ class _Run:
         self.max_file_bytes = max_file_bytes
         self.source_prefix = source_prefix
         self.urls = urls
+        self.metadata = metadata
         self.stamp = datetime.now(UTC)
-        self.chunker_key = _chunker_key(chunker, urls)
+        self.chunker_key = _chunker_key(chunker, urls, metadata)
         self.known = documents.known(store.connection, source_prefix)
         self.keep: list[str] = []  # sources whose stored chunks stay as they are
         self.documents: list[documents.Document] = []
@@ -239,7 +251,8 @@ class _Run:
         self.documents.append(
             documents.Document(entry.source, content_hash, mime_type, len(data), len(chunks))
         )
-        return self.urls.cite(chunks, entry.source[len(self.source_prefix) :])
+        cited = self.urls.cite(chunks, entry.source[len(self.source_prefix) :])
+        return slices.stamp(cited, self.metadata)
 
     def finish(self) -> None:
         self.store.restamp(self.keep, self.stamp)
@@ -350,10 +363,16 @@ def _mime_type(chunker: Chunker | BinaryChunker, source: str, data: bytes) -> st
     return chunker.mime_type(source, data[:8192]) if isinstance(chunker, CompositeChunker) else ""
 
 
-def _chunker_key(chunker: Chunker | BinaryChunker, urls: UrlRule) -> str:
-    # Dataclass chunkers (and the URL rule) repr their settings, so changing e.g. max_chars or
-    # the base URL goes over every file again (a new URL alone re-embeds nothing).
+def _chunker_key(
+    chunker: Chunker | BinaryChunker, urls: UrlRule, metadata: Mapping[str, str]
+) -> str:
+    # Dataclass chunkers (and the URL rule) repr their settings, so changing e.g. max_chars,
+    # the base URL or the slice's values goes over every file again (new metadata alone
+    # re-embeds nothing: it is outside the etag).
+    stamped = sorted(metadata.items())
     key = f"{chunkers.CHUNKING_VERSION}:{chunker!r}:{urls!r}"
+    if stamped:  # unsliced runs keep the key they had, so no index is re-chunked for this
+        key += f":{stamped!r}"
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

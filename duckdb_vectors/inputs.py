@@ -13,6 +13,7 @@ import numpy as np
 
 from . import rows
 from .models import Chunk
+from .search import MATCH_MODES
 
 # The most results one call returns (a guard against a runaway top_k, not a tuning knob).
 MAX_RESULTS = 10_000
@@ -22,6 +23,11 @@ def check_query(text: str) -> None:
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the query text must be a non-empty string")
     rows.check_utf8(text, "the query")
+
+
+def check_match(match: str) -> None:
+    if match not in MATCH_MODES:
+        raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
 
 
 def checked_ids(keys: Sequence[str]) -> list[str]:

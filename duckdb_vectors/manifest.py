@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 from .db import scalar
 from .errors import NotAnIndexError
 from .schema import SCHEMA_VERSION
+from .slices import SliceCount
 from .tokenizer import TOKENIZER_NAME
 
 
@@ -30,6 +31,12 @@ class Manifest(BaseModel):
     schema_version: int
     chunk_count: int = 0
     content_hash: str = Field("", description="sha256 over ids, etags, sources and metadata.")
+    slice_keys: list[str] = Field(
+        default_factory=list, description="Metadata keys stamped by index runs (--set)."
+    )
+    slices: list[SliceCount] = Field(
+        default_factory=list, description="Each slice (its values of slice_keys) and its chunks."
+    )
     duckdb_version: str = Field(default_factory=lambda: duckdb.__version__)
     package_version: str = Field(default_factory=lambda: package_version())
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
@@ -51,6 +58,8 @@ def refreshed(
     dimension: int,
     chunk_count: int,
     content_hash: str,
+    slice_keys: list[str],
+    slices: list[SliceCount],
 ) -> Manifest:
     """The manifest after a write: what the index holds now, built with what is in use now.
     The first build time is kept; a fingerprint not known this time (no model was loaded)
@@ -64,6 +73,8 @@ def refreshed(
         schema_version=SCHEMA_VERSION,
         chunk_count=chunk_count,
         content_hash=content_hash,
+        slice_keys=slice_keys,
+        slices=slices,
         **kept,
     )
 

@@ -45,6 +45,7 @@ from .fetching import MAX_CONTEXT, Fetched, fetch, render
 from .manifest import package_version
 from .models import IndexReport
 from .rendering import MIN_MAX_TOKENS, SearchOutput, report_as_text
+from .search import MATCH_MODES, Match
 from .store import VectorStore
 
 # The most hits one tool call returns: an agent pays for every token of a tool's output.
@@ -90,6 +91,14 @@ MaxTokens = _argument(
     }
 )
 Flag = _argument({"type": "boolean", "description": "At most one hit per document."})
+MatchArgument = _argument(
+    {
+        "type": "string",
+        "enum": list(MATCH_MODES),
+        "description": '"all": only chunks containing every query word (if none has them all, '
+        'the answer falls back to "any" and its match field says so). Default "any".',
+    }
+)
 Filter = _argument(
     {
         # "object" alone (null is accepted too): a type list is not portable across clients.
@@ -220,6 +229,7 @@ def build_server(store: VectorStore) -> IndexServer:
         top_k: TopK = 5,
         filter: Filter = None,
         one_per_source: Flag = False,
+        match: MatchArgument = "any",
         max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Hybrid search: ranked chunks with their source, title, text and citation."""
@@ -230,12 +240,15 @@ def build_server(store: VectorStore) -> IndexServer:
             raise ToolError('filter must be a JSON object, e.g. {"kind": "guide"}.')
         if not isinstance(one_per_source, bool):
             raise ToolError("one_per_source must be true or false.")
+        match = _choice("match", match, MATCH_MODES)
         server.warm_up.wait()
         try:
-            hits = store.query(query, top_k, filter=filter, one_per_source=one_per_source)
+            hits = store.query(
+                query, top_k, filter=filter, one_per_source=one_per_source, match=match
+            )
         except Exception as error:  # the model must read what to fix, whatever went wrong
             raise ToolError(first_line(error)) from None
-        output = SearchOutput.of(query, hits, max_tokens)
+        output = SearchOutput.of(query, hits, max_tokens, hits.match)
         return CallToolResult(
             content=[TextContent(type="text", text=output.as_text(full_text=True))],
             structured_content=output.model_dump(mode="json"),
@@ -354,6 +367,13 @@ def _integer(name: str, value: Any, low: int, high: int | None) -> int:
 def _text(name: str, value: Any, example: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ToolError(f"{name} must be a non-empty string, {example}.")
+    return value
+
+
+def _choice(name: str, value: Any, choices: tuple[Match, ...]) -> Match:
+    if value not in choices:
+        allowed = " or ".join(f'"{choice}"' for choice in choices)
+        raise ToolError(f"{name} must be {allowed}, got {value!r}.")
     return value
 
 

@@ -115,6 +115,17 @@ class MemoryIndex:
             matched = np.intersect1d(matched, candidates, assume_unique=True)
         return self._top(matched, scores[matched], depth)
 
+    def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
+        postings = self.postings
+        rows: np.ndarray | None = self._candidate_rows(scope)
+        for term in dict.fromkeys(terms):
+            term_id = postings.vocabulary.get(term)
+            if term_id is None:
+                return np.zeros(0, dtype=np.int64)
+            span = postings.rows[postings.offsets[term_id] : postings.offsets[term_id + 1]]
+            rows = np.unique(span) if rows is None else np.intersect1d(rows, span)
+        return self.keys[rows] if rows is not None else self.keys
+
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         return [self._chunk(int(row)) for row in np.searchsorted(self.keys, keys)]
 
@@ -122,8 +133,11 @@ class MemoryIndex:
         return chunk_table.decode({name: values[row] for name, values in self.rows.items()})
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
+        """The rows ``scope`` allows, ascending; None for all of them."""
         if scope.is_everything:
             return None
+        if not scope.has_user_sql:  # only keys, from match="all": no SQL needed
+            return np.searchsorted(self.keys, np.sort(np.asarray(scope.keys, dtype=np.int64)))
         condition, parameters = scope.condition()
         allowed = self.connection.execute(
             f"SELECT key FROM chunks WHERE {condition} ORDER BY key", parameters

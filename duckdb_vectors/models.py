@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +36,15 @@ class SearchResult(BaseModel):
     score: float = Field(description="Fused score (cosine similarity for vector-only search).")
     vector_rank: int | None = Field(None, description="1-based rank by cosine similarity.")
     text_rank: int | None = Field(None, description="1-based rank by BM25; None if not matched.")
+
+
+class SearchResults(list[SearchResult]):
+    """The hits of a search, best first, and the ``match`` that selected them: "any", "all",
+    or ``search.MATCH_FELL_BACK`` when ``match="all"`` found no chunk with every term."""
+
+    def __init__(self, hits: Iterable[SearchResult] = (), match: str = "any") -> None:
+        super().__init__(hits)
+        self.match = match
 
 
 class VectorPage(BaseModel):

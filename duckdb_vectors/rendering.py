@@ -16,6 +16,7 @@ from .citations import document_uri, url_of
 from .evaluation import ModeReport
 from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
+from .search import MATCH_FELL_BACK
 
 if TYPE_CHECKING:  # the container modules import the Docker SDK: not needed to search
     from .container.bake import BakeSummary
@@ -67,6 +68,11 @@ class SearchOutput(BaseModel):
     """A search's answer: the query and its hits, best first."""
 
     query: str
+    match: str = Field(
+        "any",
+        description='Which chunks the words selected: "any" query term, "all" of them, or'
+        f' "{MATCH_FELL_BACK}" when match "all" was asked and fell back.',
+    )
     results: list[Hit]
     truncated: str | None = Field(
         None, description="The chunk_id of the last hit, if its text was cut to fit max_tokens."
@@ -77,12 +83,17 @@ class SearchOutput(BaseModel):
 
     @classmethod
     def of(
-        cls, query: str, hits: list[SearchResult], max_tokens: int | None = None
+        cls,
+        query: str,
+        hits: list[SearchResult],
+        max_tokens: int | None = None,
+        match: str = "any",
     ) -> SearchOutput:
         """The answer within ``max_tokens`` (measured on its JSON form, which is longer than
         its text form): cut at a hit, the last hit that fits in part cut with a marker, and
         the ids of the hits left out listed (their cost is reserved as the cut is chosen)."""
-        output = cls(query=query, results=[Hit.of(rank, hit) for rank, hit in enumerate(hits, 1)])
+        results = [Hit.of(rank, hit) for rank, hit in enumerate(hits, 1)]
+        output = cls(query=query, match=match, results=results)
         if max_tokens is None:
             return output
         ids = [hit.chunk_id for hit in output.results]
@@ -117,10 +128,13 @@ class SearchOutput(BaseModel):
 
     def as_text(self, full_text: bool) -> str:
         """Readable hits: rank, score, source and title, the URL, then the text (or a
-        one-line snippet); then what ``max_tokens`` cut or left out."""
-        if not self.results:
-            return "No results."
+        one-line snippet); then what ``max_tokens`` cut or left out. A fallback from match
+        "all" is said first."""
         blocks = []
+        if self.match == MATCH_FELL_BACK:
+            blocks.append("[No chunk has every query term; these hits match any of them.]")
+        if not self.results:
+            return "\n\n".join([*blocks, "No results."])
         for hit in self.results:
             heading = " | ".join(part for part in (hit.source, hit.title) if part)
             body = hit.text if full_text else _snippet(hit.text)
@@ -160,6 +174,7 @@ def report_as_text(report: IndexReport, more: str = "see --json") -> str:
         f"built       {manifest.get('built_at', '-')}",
         f"versions    duckdb {manifest.get('duckdb_version', '-')},"
         f" duckdb-vectors {manifest.get('package_version', '-')}",
+        *_slice_lines(manifest),
         f"sources     {len(report.sources)}",
     ]
     listed = list(report.sources.items())[:REPORT_SOURCES]
@@ -167,6 +182,18 @@ def report_as_text(report: IndexReport, more: str = "see --json") -> str:
     if len(report.sources) > REPORT_SOURCES:
         lines.append(f"  ... and {len(report.sources) - REPORT_SOURCES} more ({more})")
     return "\n".join(lines)
+
+
+def _slice_lines(manifest: dict[str, Any]) -> list[str]:
+    """The slices (``index --set``) and their chunk counts, if the index has any."""
+    keys, counts = manifest.get("slice_keys") or [], manifest.get("slices") or []
+    if not keys:
+        return []
+    lines = [f"slices      {len(counts)} by {', '.join(keys)}"]
+    for count in counts:
+        values = " ".join(f"{key}={value}" for key, value in count["metadata"].items())
+        lines.append(f"  {count['chunk_count']:6d}  {values}")
+    return lines
 
 
 def summary_as_text(summary: IndexSummary) -> str:

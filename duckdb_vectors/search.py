@@ -7,8 +7,8 @@ load: right for a one-shot process); ``memory_index.MemoryIndex`` answers from a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol
 
 import duckdb
 import numpy as np
@@ -18,7 +18,7 @@ from .config import FusionSettings
 from .db import first_line, registered
 from .errors import InvalidRankingSQLError, NotAnIndexError
 from .filters import compile_filter
-from .models import Chunk, SearchResult
+from .models import Chunk, SearchResult, SearchResults
 from .ranking_sql import execute_user_sql, validate_fragment
 
 # Okapi BM25 as Lucene >= 8 scores it: a chunk's score is the sum over query terms of
@@ -45,6 +45,12 @@ def bm25_weight_sql(tf: str, length: str, average: str, k1: str, b: str) -> str:
 TIE_TOLERANCE = 1e-6
 # SQL rankings read this many rows past the depth, so ties at the cut are resolved as in memory.
 TIE_SLACK = 16
+
+# Which chunks a query's words select: those with any query term (BM25's own rule), or only
+# those with every term. When no chunk has them all, a search falls back to "any" and says so.
+Match = Literal["any", "all"]
+MATCH_MODES: tuple[Match, ...] = ("any", "all")
+MATCH_FELL_BACK = "any (no chunk has every term)"
 
 
 @dataclass(frozen=True)
@@ -100,10 +106,12 @@ class FusedRanking:
 
 @dataclass(frozen=True)
 class Scope:
-    """Which chunks may be returned: an S3 Vectors metadata filter and/or a SQL ``where``."""
+    """Which chunks may be returned: an S3 Vectors metadata filter and/or a SQL ``where``, and
+    (``keys``, set by the search itself, never by a caller's SQL) an allowed set of chunk keys."""
 
     filter: dict[str, Any] | None = None
     where: str | None = None
+    keys: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.where is not None:
@@ -113,7 +121,15 @@ class Scope:
 
     @property
     def is_everything(self) -> bool:
-        return self.filter is None and self.where is None
+        return self.filter is None and self.where is None and self.keys is None
+
+    @property
+    def has_user_sql(self) -> bool:
+        return self.filter is not None or self.where is not None
+
+    def within(self, keys: np.ndarray) -> Scope:
+        """This scope, narrowed to the chunks with these keys."""
+        return replace(self, keys=keys)
 
     def condition(self, parameter_offset: int = 0) -> tuple[str, list[Any]]:
         """A SQL condition over ``chunks`` columns, placeholders numbered after the offset."""
@@ -123,6 +139,10 @@ class Scope:
             clauses.append(sql)
         if self.where is not None:
             clauses.append(f"({self.where})")
+        if self.keys is not None:
+            placeholder = parameter_offset + len(parameters) + 1
+            clauses.append(f"key IN (SELECT unnest(${placeholder}::BIGINT[]))")
+            parameters = [*parameters, self.keys.tolist()]
         return (" AND ".join(clauses) or "true"), parameters
 
 
@@ -131,7 +151,8 @@ class Query:
     """What to rank by (a vector, BM25 terms, or both: fused), and how many to return.
 
     ``rescore`` is a fragment already checked by ``ranking_sql.validate_fragment`` (the store
-    checks it before it loads a model to embed the query).
+    checks it before it loads a model to embed the query). ``all_terms``, if given, are the
+    terms every result must contain (``match="all"``).
     """
 
     vector: np.ndarray | None
@@ -140,6 +161,7 @@ class Query:
     scope: Scope
     rescore: str | None = None
     one_per_source: bool = False
+    all_terms: list[str] | None = None
 
     def __post_init__(self) -> None:
         if self.vector is None and self.terms is None:
@@ -159,6 +181,10 @@ class Searcher(Protocol):
     def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking: ...
 
     def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking: ...
+
+    def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
+        """The keys (ascending) of the chunks in ``scope`` that contain every one of ``terms``."""
+        ...
 
     def chunks(self, keys: np.ndarray) -> list[Chunk]: ...
 
@@ -214,6 +240,17 @@ class SqlSearcher:
         ).fetchall()
         return _ranking(rows, depth)
 
+    def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
+        wanted = list(dict.fromkeys(terms))
+        condition, parameters = scope.condition(parameter_offset=2)
+        found = self.connection.execute(
+            "SELECT p.key FROM postings p JOIN chunks c USING (key)"
+            f" WHERE p.term IN (SELECT unnest($1::VARCHAR[])) AND {condition}"
+            " GROUP BY p.key HAVING count(DISTINCT p.term) = $2 ORDER BY p.key",
+            [wanted, len(wanted), *parameters],
+        ).fetchnumpy()["key"]
+        return np.asarray(found, dtype=np.int64)
+
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         return chunk_table.by_keys(self.connection, keys)
 
@@ -224,15 +261,16 @@ def answer(
     connection: duckdb.DuckDBPyConnection,
     fusion: FusionSettings,
     index_name: str,
-) -> list[SearchResult]:
+) -> SearchResults:
     """Rank, fuse, rescore and fetch the ``top_k`` chunks (``index_name`` names the file in
     errors)."""
     depth, scope, vector, terms = query.depth(fusion), query.scope, query.vector, query.terms
     try:
+        scope, match = _matching_scope(query, searcher)
         by_vector = None if vector is None else searcher.vector_ranking(vector, depth, scope)
         by_text = None if terms is None else searcher.lexical_ranking(terms, depth, scope)
     except duckdb.Error as error:
-        if scope.is_everything:  # no user SQL involved: the file itself is damaged
+        if not scope.has_user_sql:  # no user SQL involved: the file itself is damaged
             raise NotAnIndexError(f"{index_name} cannot be read: {first_line(error)}") from None
         raise InvalidRankingSQLError(f"where/filter: {first_line(error)}") from None
     if by_vector is not None and by_text is not None:
@@ -249,17 +287,31 @@ def answer(
     else:
         top = fused.head(query.top_k)
         chunks = searcher.chunks(top.keys)
-    return [
-        SearchResult(
-            chunk=chunk,
-            score=float(score),
-            vector_rank=int(vector_rank) or None,
-            text_rank=int(text_rank) or None,
-        )
-        for chunk, score, vector_rank, text_rank in zip(
-            chunks, top.scores, top.vector_ranks, top.text_ranks, strict=True
-        )
-    ]
+    return SearchResults(
+        (
+            SearchResult(
+                chunk=chunk,
+                score=float(score),
+                vector_rank=int(vector_rank) or None,
+                text_rank=int(text_rank) or None,
+            )
+            for chunk, score, vector_rank, text_rank in zip(
+                chunks, top.scores, top.vector_ranks, top.text_ranks, strict=True
+            )
+        ),
+        match=match,
+    )
+
+
+def _matching_scope(query: Query, searcher: Searcher) -> tuple[Scope, str]:
+    """The query's scope narrowed to chunks with every term (``match="all"``) and the match
+    that was applied: "any" when not asked, or, when no chunk has them all, the fallback."""
+    if not query.all_terms:  # not asked, or a query with no token: every chunk has them all
+        return query.scope, "all" if query.all_terms is not None else "any"
+    keys = searcher.keys_with_every(query.all_terms, query.scope)
+    if len(keys) == 0:
+        return query.scope, MATCH_FELL_BACK
+    return query.scope.within(keys), "all"
 
 
 def _best_per_source(

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from . import chunk_table, compatibility, documents, inputs, writes
+from . import chunk_table, compatibility, documents, inputs, slices, writes
 from .config import FusionSettings, Settings
 from .db import Transaction, connect, first_line, is_open, objects_typed_by_first_value
 from .embedders import Embedder, get_embedder
@@ -27,11 +27,11 @@ from .errors import NotAnIndexError, ReadOnlyError
 from .inputs import MAX_RESULTS
 from .manifest import Manifest, read_manifest, refreshed, write_manifest
 from .memory_index import MemoryIndex
-from .models import Chunk, IndexReport, SearchResult, VectorPage
+from .models import Chunk, IndexReport, SearchResults, VectorPage
 from .ranking_sql import execute_user_sql, validate_fragment
 from .retokenize import current_manifest
 from .schema import check_readable, migrate
-from .search import Query, Scope, Searcher, SqlSearcher, answer
+from .search import Match, Query, Scope, Searcher, SqlSearcher, answer
 from .tokenizer import tokenize
 from .writes import WriteStats
 
@@ -99,6 +99,7 @@ class VectorStore:
         self._embedder_checked = False
         self._memory: MemoryIndex | None = None
         self._transaction_depth = 0
+        self._stamped_keys: set[str] = set()  # slice keys written since the last refresh
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -219,6 +220,16 @@ class VectorStore:
         with self.transaction():
             chunk_table.restamp_sources(self._connection, sources, stamp)
 
+    def record_slice_keys(self, keys: Iterable[str]) -> None:
+        """Record that chunks being written carry these slice keys (``index_folder`` calls it
+        for ``metadata``): the manifest lists them and counts each slice's chunks."""
+        self._stamped_keys.update(keys)
+
+    @property
+    def slice_keys(self) -> list[str]:
+        """The metadata keys index runs stamped onto this index's chunks."""
+        return self.manifest.slice_keys if self.manifest else []
+
     def prune(self, source_prefix: str, before: datetime) -> int:
         """Delete chunks whose source starts with ``source_prefix`` and that were last written
         or confirmed before ``before``; return how many."""
@@ -305,7 +316,8 @@ class VectorStore:
         rescore: str | None = None,
         vector: Sequence[float] | np.ndarray | None = None,
         one_per_source: bool = False,
-    ) -> list[SearchResult]:
+        match: Match = "any",
+    ) -> SearchResults:
         """Search with a natural-language query: vector and BM25 rankings, fused.
 
         Args:
@@ -318,15 +330,25 @@ class VectorStore:
             vector: the query's embedding, if you have it already (skips embedding ``text``).
             one_per_source: at most one hit per source (document); other documents fill the
                 list. (Also an argument of ``query_text`` and ``query_vectors``.)
+            match: "all" returns only chunks that contain every query token (the rankings
+                order them as usual); if no chunk has them all, the search falls back to "any"
+                and the results' ``match`` says so. (Also an argument of ``query_text``.)
+
+        Returns:
+            the hits, best first; a list whose ``match`` attribute tells which match applied.
         """
         inputs.check_query(text)
+        inputs.check_match(match)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
         if vector is None:
             query_vector = self._checked_embedder().embed_query([text])[0]
         else:
             query_vector = inputs.query_vector(vector, self._recorded_dimension())
         terms = tokenize(text) if hybrid else None
-        return self._search(Query(query_vector, terms, top_k, scope, rescore, one_per_source))
+        all_terms = tokenize(text) if match == "all" else None
+        return self._search(
+            Query(query_vector, terms, top_k, scope, rescore, one_per_source, all_terms)
+        )
 
     def query_text(
         self,
@@ -337,13 +359,16 @@ class VectorStore:
         where: str | None = None,
         rescore: str | None = None,
         one_per_source: bool = False,
-    ) -> list[SearchResult]:
+        match: Match = "any",
+    ) -> SearchResults:
         """Rank by exact-token BM25 alone; no model is loaded. Chunks with no query term
-        are not returned."""
+        are not returned (with ``match="all"``, chunks without every term)."""
         inputs.check_query(text)
+        inputs.check_match(match)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
         terms = tokenize(text)
-        return self._search(Query(None, terms, top_k, scope, rescore, one_per_source))
+        all_terms = terms if match == "all" else None
+        return self._search(Query(None, terms, top_k, scope, rescore, one_per_source, all_terms))
 
     def query_vectors(
         self,
@@ -354,7 +379,7 @@ class VectorStore:
         where: str | None = None,
         rescore: str | None = None,
         one_per_source: bool = False,
-    ) -> list[SearchResult]:
+    ) -> SearchResults:
         """Rank by cosine similarity to a precomputed vector (S3 Vectors' ``QueryVectors``)."""
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
         query = inputs.query_vector(vector, self._recorded_dimension())
@@ -370,11 +395,11 @@ class VectorStore:
         scope = Scope(filter=filter, where=where)
         return scope, (validate_fragment(rescore, "rescore") if rescore is not None else None)
 
-    def _search(self, query: Query) -> list[SearchResult]:
+    def _search(self, query: Query) -> SearchResults:
         with self._lock:
             searcher = self._searcher()
             if searcher is None:
-                return []
+                return SearchResults()
             return answer(
                 query, searcher, self._connection, self.settings.fusion, str(self.db_path)
             )
@@ -412,6 +437,10 @@ class VectorStore:
             return  # nothing has ever been written: no dimension to record yet
         count, content_hash = chunk_table.content_statistics(self._connection)
         fingerprint = self._embedder.fingerprint() if self._embedder_checked else None
+        slice_keys = sorted(set(self.slice_keys) | self._stamped_keys)
+        counts = slices.count(self._connection, slice_keys)
+        # A key no chunk carries any more (its slices were pruned or deleted) is forgotten.
+        slice_keys = [key for key in slice_keys if any(key in c.metadata for c in counts)]
         self.manifest = refreshed(
             self.manifest,
             backend=self.backend,
@@ -419,6 +448,8 @@ class VectorStore:
             dimension=dimension,
             chunk_count=count,
             content_hash=content_hash,
+            slice_keys=slice_keys,
+            slices=counts,
         )
         write_manifest(self._connection, self.manifest)
 
@@ -486,3 +517,4 @@ class VectorStore:
                 raise
             finally:
                 self._transaction_depth = 0
+                self._stamped_keys = set()

@@ -159,6 +159,25 @@ def test_environment_configures_the_cli(indexed: Path) -> None:
     assert json.loads(result.stdout)["results"][0]["source"] == "errors.md"
 
 
+def test_search_match_all_in_json_and_its_fallback_in_text(indexed: Path) -> None:
+    every = run_cli("search", "retried backoff", "--db", str(indexed), "--match", "all", "--json")
+    payload = json.loads(every.stdout)
+    assert payload["match"] == "all"
+    assert [hit["source"] for hit in payload["results"]] == ["guides/retries.md"]
+    assert (
+        json.loads(run_cli("search", "E1234", "--db", str(indexed), "--json").stdout)["match"]
+        == "any"
+    )
+    fallback = run_cli("search", "retried E1234", "--db", str(indexed), "--match", "all")
+    assert fallback.exit_code == 0, fallback.stderr
+    assert fallback.stdout.startswith("[No chunk has every query term;")
+    assert "guides/retries.md" in fallback.stdout and "errors.md" in fallback.stdout
+    text_only = run_cli(
+        "search", "retried E1234", "--db", str(indexed), "--match", "all", "--text-only", "--json"
+    )
+    assert json.loads(text_only.stdout)["match"] == "any (no chunk has every term)"
+
+
 @pytest.mark.parametrize(
     ("arguments", "code", "message"),
     [
@@ -169,6 +188,7 @@ def test_environment_configures_the_cli(indexed: Path) -> None:
         (["search", "x", "--backend", "hashing"], 1, "was built with backend"),
         (["search", "x", "--top-k", "0"], 2, "Invalid value for '--top-k'"),
         (["search", "x", "--vector-only", "--text-only"], 2, "exclude each other"),
+        (["search", "x", "--match", "most"], 2, "Invalid value for '--match'"),
         (["search", "   "], 2, "non-empty string"),
         (["index", "/definitely/not/here"], 1, "is not a folder"),
     ],

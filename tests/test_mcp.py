@@ -63,7 +63,15 @@ def test_initialize_and_list_tools(index: Path) -> None:
                 assert tool.annotations.destructive_hint is False
                 assert tool.output_schema["type"] == "object"
             properties = tools["search"].input_schema["properties"]
-            assert set(properties) == {"query", "top_k", "filter", "one_per_source", "max_tokens"}
+            assert set(properties) == {
+                "query",
+                "top_k",
+                "filter",
+                "one_per_source",
+                "match",
+                "max_tokens",
+            }
+            assert properties["match"]["enum"] == ["any", "all"]
             assert tools["search"].input_schema["required"] == ["query"]
             assert properties["top_k"]["maximum"] == 50
             assert properties["max_tokens"]["default"] == 8000
@@ -97,6 +105,13 @@ def test_search_returns_structured_content_and_readable_text(index: Path) -> Non
             )
             assert [r["chunk_id"] for r in filtered.structured_content["results"]] == ["errors"]
 
+            every = await client.call_tool("search", {"query": "E1234 API key", "match": "all"})
+            assert every.structured_content["match"] == "all"
+            assert [r["chunk_id"] for r in every.structured_content["results"]] == ["errors"]
+            fallback = await client.call_tool("search", {"query": "E1234 backoff", "match": "all"})
+            assert fallback.structured_content["match"] == "any (no chunk has every term)"
+            assert fallback.content[0].text.startswith("[No chunk has every query term;")
+
     anyio.run(scenario)
 
 
@@ -122,6 +137,8 @@ def test_report_tool(index: Path) -> None:
         ({"query": "x", "top_k": "many"}, "top_k must be an integer from 1 to 50, got 'many'."),
         ({"query": "x", "max_tokens": 10}, "max_tokens must be an integer from 200 to 20000"),
         ({"query": "x", "one_per_source": "yes"}, "one_per_source must be true or false."),
+        ({"query": "x", "match": "most"}, 'match must be "any" or "all", got \'most\'.'),
+        ({"query": "x", "match": True}, 'match must be "any" or "all", got True.'),
         ({"query": "x", "filter": "kind=guide"}, "filter must be a JSON object"),
         ({"query": "x", "filter": {"kind": {"$regex": "g.*"}}}, "unknown operator '$regex'"),
         ({"query": "x", "filter": {"year": {"$gt": "soon"}}}, "needs a number"),

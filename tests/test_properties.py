@@ -778,16 +778,25 @@ corpus_texts = st.lists(corpus_words, max_size=5).map(" ".join)
     query=corpus_texts.filter(str.strip),
     top_k=st.integers(min_value=1, max_value=30),
     mode=st.sampled_from(["hybrid", "vector", "text"]),
+    match=st.sampled_from(["any", "all"]),
 )
-@example(texts=["", "alpha", "!!!"], query="alpha", top_k=3, mode="vector")
-@example(texts=["alpha beta", "beta alpha", "alpha"], query="!!!", top_k=3, mode="vector")
+@example(texts=["", "alpha", "!!!"], query="alpha", top_k=3, mode="vector", match="any")
+@example(
+    texts=["alpha beta", "beta alpha", "alpha"], query="!!!", top_k=3, mode="vector", match="any"
+)
 @example(
     texts=["alpha beta gamma gamma", "alpha alpha beta gamma"],
     query="alpha gamma",
     top_k=1,
     mode="hybrid",
+    match="any",
 )
-def test_sql_and_memory_rank_identically(tmp_path_factory, texts, query, top_k, mode) -> None:
+@example(
+    texts=["alpha beta", "beta", "gamma"], query="beta alpha", top_k=3, mode="vector", match="all"
+)
+def test_sql_and_memory_rank_identically(
+    tmp_path_factory, texts, query, top_k, mode, match
+) -> None:
     path = tmp_path_factory.mktemp("paths") / "index.duckdb"
     with VectorStore(path, backend="hashing:64") as store:
         store.add_texts(texts, ids=[f"c{i:02d}" for i in range(len(texts))])
@@ -795,12 +804,16 @@ def test_sql_and_memory_rank_identically(tmp_path_factory, texts, query, top_k, 
     for memory_index in (True, False):
         with VectorStore(path, read_only=True, memory_index=memory_index) as store:
             if mode == "text":
-                hits = store.query_text(query, top_k)
+                hits = store.query_text(query, top_k, match=match)
             else:
-                hits = store.query(query, top_k, hybrid=mode == "hybrid")
+                hits = store.query(query, top_k, hybrid=mode == "hybrid", match=match)
         answers.append(hits)
     in_memory, in_sql = answers
     assert [h.chunk.chunk_id for h in in_memory] == [h.chunk.chunk_id for h in in_sql]
+    assert in_memory.match == in_sql.match
+    if in_sql.match == "all":  # every hit has every query token
+        wanted = set(tokenize(query))
+        assert all(wanted <= set(tokenize(h.chunk.text)) for h in in_sql)
     for a, b in zip(in_memory, in_sql, strict=True):
         assert a.score == pytest.approx(b.score, abs=1e-6)
         assert not np.isnan(a.score)

@@ -188,6 +188,46 @@ def test_ranking_sql_errors_are_one_line(filled_store: VectorStore) -> None:
     assert "\n" not in str(caught.value)
 
 
+MATCH_TEXTS = [
+    "Retries use exponential backoff with jitter.",
+    "Retries happen three times.",
+    "Backoff doubles the wait between attempts.",
+    "Jitter spreads the load of many clients.",
+]
+
+
+@pytest.mark.parametrize("memory_index", [True, False])
+def test_match_all_keeps_only_chunks_with_every_term_or_falls_back(
+    db_path: Path, memory_index: bool
+) -> None:
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(
+            MATCH_TEXTS,
+            ids=["all", "retries", "backoff", "jitter"],
+            metadatas=[{"kind": "a"}, {"kind": "b"}, {"kind": "b"}, {"kind": "b"}],
+        )
+    with VectorStore(
+        db_path, model_path=STATIC_MODEL, read_only=True, memory_index=memory_index
+    ) as store:
+        anywhere = store.query("retries backoff jitter", 4)
+        assert anywhere.match == "any" and len(anywhere) == 4
+        every = store.query("retries backoff jitter", 4, match="all")
+        assert every.match == "all" and [hit.chunk.chunk_id for hit in every] == ["all"]
+        by_text = store.query_text("backoff retries", 4, match="all")
+        assert [hit.chunk.chunk_id for hit in by_text] == ["all"]
+        # The filter scopes which chunks may have every term: in kind "b" none has.
+        scoped = store.query("retries backoff jitter", 4, match="all", filter={"kind": "b"})
+        assert scoped.match == "any (no chunk has every term)"
+        assert {hit.chunk.chunk_id for hit in scoped} == {"retries", "backoff", "jitter"}
+        # No chunk has "postgres": the answer is the default one, and says so.
+        missing = store.query("retries postgres", 4, match="all")
+        assert missing.match == "any (no chunk has every term)"
+        default = store.query("retries postgres", 4)
+        assert [h.chunk.chunk_id for h in missing] == [h.chunk.chunk_id for h in default]
+        with pytest.raises(ValueError, match="match must be one of any, all, got 'most'"):
+            store.query("x", match="most")  # type: ignore[arg-type]
+
+
 def test_sql_and_memory_paths_give_the_same_results_through_the_store(db_path: Path) -> None:
     documents = scifact_documents(200)
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:

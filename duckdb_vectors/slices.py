@@ -1,0 +1,152 @@
+"""Slices: several versions (or languages, products ...) of a document set in one index.
+
+An index run given ``metadata`` (``index --set version=2.0``) stamps those key/value pairs onto
+every chunk it writes; a search filter on them (``{"version": "2.0"}``) selects one slice.
+
+The rule that lets slices share an index: **each slice owns its own source prefix.** Chunk ids
+and the ``documents`` table are keyed by source, and a run prunes every chunk under its prefix
+that it did not write, so two slices under one prefix would overwrite and prune each other.
+A sliced run's prefix therefore defaults to its values (``--set version=2.0`` indexes
+``guide.md`` as ``2.0/guide.md``); a run whose prefix holds chunks of another slice (another
+value for one of its keys, or any slice at all for a run without ``--set``) is refused before it
+writes anything. The manifest records which keys were stamped, and counts each slice's chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import duckdb
+from pydantic import BaseModel, Field
+
+from .citations import URL_KEY
+from .errors import DuckDBVectorsError
+from .filters import json_path_literal
+from .models import Chunk
+
+RESERVED_KEYS = frozenset({URL_KEY})  # written by the index run itself
+
+
+class SliceError(DuckDBVectorsError, ValueError):
+    """Slice metadata that is malformed, or a run that would prune or overwrite another slice."""
+
+
+class SliceCount(BaseModel):
+    """One slice of an index: its stamped values and how many chunks it has."""
+
+    metadata: dict[str, str] = Field(description="The slice keys and this slice's values.")
+    chunk_count: int
+
+
+def parse_assignment(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` (as ``--set`` takes it) split at the first ``=``."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip() or not value.strip():
+        raise SliceError(f"{text!r} is not KEY=VALUE with a key and a value, e.g. version=2.0")
+    return key.strip(), value.strip()
+
+
+def parse_assignments(texts: Sequence[str]) -> dict[str, str]:
+    """Repeated ``KEY=VALUE`` assignments as one mapping; a key may be given once."""
+    metadata: dict[str, str] = {}
+    for text in texts:
+        key, value = parse_assignment(text)
+        if key in metadata:
+            raise SliceError(f"{key!r} is given twice; give each key one value")
+        metadata[key] = value
+    return checked(metadata)
+
+
+def checked(metadata: Mapping[str, str]) -> dict[str, str]:
+    """The slice metadata, each key and value a non-empty string and no key reserved."""
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not isinstance(value, str) or not key or not value:
+            raise SliceError(
+                f"slice metadata {key!r}: {value!r} must map a non-empty key to a non-empty"
+                " string, e.g. {'version': '2.0'}"
+            )
+        if key in RESERVED_KEYS:
+            raise SliceError(f"slice key {key!r} is reserved for citations; choose another key")
+    return dict(metadata)
+
+
+def default_prefix(metadata: Mapping[str, str]) -> str:
+    """The source prefix of a slice given none: its values as folders (``2.0/``, ``2.0/en/``)."""
+    return "".join(f"{value}/" for value in metadata.values())
+
+
+def describe(metadata: Mapping[str, str]) -> str:
+    return " ".join(f"{key}={value}" for key, value in metadata.items()) or "(no slice)"
+
+
+def stamp(chunks: list[Chunk], metadata: Mapping[str, str]) -> list[Chunk]:
+    """``chunks`` with the slice's values in their metadata (over any of the same name)."""
+    if not metadata:
+        return chunks
+    return [
+        chunk.model_copy(update={"metadata": {**chunk.metadata, **metadata}}) for chunk in chunks
+    ]
+
+
+def check_scope(
+    connection: duckdb.DuckDBPyConnection,
+    prefix: str,
+    metadata: Mapping[str, str],
+    slice_keys: list[str],
+) -> None:
+    """Refuse a run whose prefix holds chunks of another slice: it would prune them."""
+    keys = list(metadata) if metadata else slice_keys
+    if not keys:
+        return
+    values = [_value_sql(key) for key in keys]
+    if metadata:  # another value for one of this slice's keys
+        others = " OR ".join(
+            f"({value} IS NOT NULL AND {value} != ${i + 2})" for i, value in enumerate(values)
+        )
+        parameters = [prefix, *metadata.values()]
+    else:  # any slice at all
+        others = " OR ".join(f"{value} IS NOT NULL" for value in values)
+        parameters = [prefix]
+    found = connection.execute(
+        f"SELECT source, {', '.join(values)} FROM chunks"
+        f" WHERE starts_with(source, $1) AND ({others}) ORDER BY key LIMIT 1",
+        parameters,
+    ).fetchone()
+    if found is None:
+        return
+    source, *held = found
+    held_values = zip(keys, held, strict=True)
+    other = describe({key: value for key, value in held_values if value is not None})
+    run = f"slice {describe(metadata)}" if metadata else "a run without --set"
+    raise SliceError(
+        f"{run}: source prefix {prefix!r} holds chunks of slice {other} (e.g. {source}), which"
+        " this run would prune; give each slice its own --source-prefix (by default a slice's"
+        " values, e.g. 2.0/), or delete that slice first"
+    )
+
+
+def count(connection: duckdb.DuckDBPyConnection, slice_keys: list[str]) -> list[SliceCount]:
+    """Each slice of the index and its chunk count: one GROUP BY over the slice keys."""
+    if not slice_keys:
+        return []
+    values = [_value_sql(key) for key in slice_keys]
+    rows = connection.execute(
+        f"SELECT {', '.join(values)}, count(*) FROM chunks"
+        f" WHERE {' OR '.join(f'{value} IS NOT NULL' for value in values)}"
+        " GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    return [
+        SliceCount(
+            metadata={
+                key: value
+                for key, value in zip(slice_keys, row[:-1], strict=True)
+                if value is not None
+            },
+            chunk_count=row[-1],
+        )
+        for row in rows
+    ]
+
+
+def _value_sql(key: str) -> str:
+    return f"json_extract_string(metadata, {json_path_literal(key)})"
