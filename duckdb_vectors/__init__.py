@@ -13,10 +13,11 @@ from .errors import (
     InvalidUrlError,
     NotAnIndexError,
     ReadOnlyError,
+    SliceError,
 )
 from .indexer import IndexSummary, index_folder
 from .manifest import Manifest
-from .models import Chunk, IndexReport, SearchResult, VectorPage
+from .models import Chunk, IndexReport, SearchResult, SearchResults, VectorPage
 from .store import VectorStore, WriteStats
 
 __all__ = [
@@ -36,7 +37,9 @@ __all__ = [
     "NotAnIndexError",
     "ReadOnlyError",
     "SearchResult",
+    "SearchResults",
     "Settings",
+    "SliceError",
     "UrlRule",
     "VectorPage",
     "VectorStore",

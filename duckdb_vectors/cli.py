@@ -22,7 +22,7 @@ from loguru import logger
 from . import slices
 from .citations import URL_STYLES, UrlRule, UrlStyle
 from .config import DEFAULT_BASE_IMAGE, DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, Settings
-from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError
+from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError, SliceError
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
 from .indexer import DEFAULT_MAX_FILE_BYTES, index_folder
@@ -101,7 +101,7 @@ def slice_option(command: Callable[..., Any]) -> Callable[..., Any]:
     def as_metadata(_: click.Context, __: click.Parameter, texts: tuple[str, ...]) -> dict:
         try:
             return slices.parse_assignments(texts)
-        except slices.SliceError as error:
+        except SliceError as error:
             raise click.BadParameter(str(error)) from None
 
     return click.option(

@@ -31,5 +31,10 @@ class InvalidUrlError(DuckDBVectorsError, ValueError):
     """A base URL (or URL style) that cannot make citation URLs."""
 
 
+class SliceError(DuckDBVectorsError, ValueError):
+    """Slice metadata (``index --set``) that is malformed, or a run that would prune another
+    slice's chunks."""
+
+
 class EmbedderError(DuckDBVectorsError):
     """The embedding backend is unknown, misconfigured, or its model cannot be loaded."""

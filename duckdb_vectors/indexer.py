@@ -133,7 +133,7 @@ def index_folder(
             only from front matter naming an absolute URL.
         metadata: a slice, e.g. ``{"version": "2.0"}``: stamped onto every chunk written, so
             a filter selects it. Each slice needs its own source prefix (see ``slices``); a
-            run whose prefix holds another slice raises ``slices.SliceError``.
+            run whose prefix holds another slice raises ``SliceError``.
         progress: show a progress bar on stderr; default: only when stderr is a terminal.
     """
     started = time.monotonic()

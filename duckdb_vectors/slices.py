@@ -20,15 +20,11 @@ import duckdb
 from pydantic import BaseModel, Field
 
 from .citations import URL_KEY
-from .errors import DuckDBVectorsError
+from .errors import SliceError
 from .filters import json_path_literal
 from .models import Chunk
 
 RESERVED_KEYS = frozenset({URL_KEY})  # written by the index run itself
-
-
-class SliceError(DuckDBVectorsError, ValueError):
-    """Slice metadata that is malformed, or a run that would prune or overwrite another slice."""
 
 
 class SliceCount(BaseModel):

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL, run_cli
 
-from duckdb_vectors import VectorStore, index_folder
-from duckdb_vectors.slices import SliceError
+from duckdb_vectors import SliceError, VectorStore, index_folder
 
 
 def _docs(root: Path, version: str) -> Path:
