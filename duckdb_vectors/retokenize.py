@@ -18,12 +18,12 @@ from . import chunk_table
 from .db import Transaction, objects_typed_by_first_value
 from .errors import IndexMismatchError
 from .manifest import Manifest, write_manifest
+from .schema import UPGRADE_COMMAND
 from .tokenizer import TOKENIZER_NAME
 
 # Tokenizers of earlier releases. A name not here and not TOKENIZER_NAME comes from a newer
 # release (or another program): re-tokenizing with this one would downgrade it.
 OLDER_TOKENIZERS = ("exact-v1",)
-UPGRADE_COMMAND = "duckdb-vectors upgrade --db"
 _BATCH = 16_384
 
 

@@ -65,6 +65,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "chunks exists from the start", _chunks_table, readable_without=True),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
+UPGRADE_COMMAND = "duckdb-vectors upgrade --db"  # brings a file up to this version
 
 
 def has_table(connection: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -129,7 +130,7 @@ def check_readable(connection: duckdb.DuckDBPyConnection) -> None:
         action = (
             "upgrade duckdb-vectors"
             if current > SCHEMA_VERSION
-            else ("open it once read-write to migrate it")
+            else f"open it once read-write to migrate it ({UPGRADE_COMMAND} FILE)"
         )
         raise NotAnIndexError(
             f"its schema version is {current}, this duckdb-vectors reads {SCHEMA_VERSION}; {action}"

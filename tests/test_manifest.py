@@ -182,3 +182,17 @@ def test_an_interrupted_write_leaves_the_index_as_it_was(db_path: Path) -> None:
         assert reopened.count() == 1
         assert reopened.manifest.content_hash == before
         assert reopened.query("kept")[0].chunk.text == "kept text"
+
+
+def test_a_schema_version_1_index_is_refused_read_only_with_the_command_that_migrates_it(
+    db_path: Path,
+) -> None:
+    build(db_path, ["apples are red"]).close()
+    with duckdb.connect(str(db_path)) as connection:  # what version 1 left: no documents table
+        connection.execute("DELETE FROM schema_migrations WHERE version > 1")
+        connection.execute("DROP TABLE documents")
+    with pytest.raises(NotAnIndexError, match=r"schema version is 1, .*duckdb-vectors upgrade"):
+        VectorStore(db_path, read_only=True)
+    VectorStore(db_path, model_path=STATIC_MODEL).close()  # read-write: migrated
+    with VectorStore(db_path, read_only=True, model_path=STATIC_MODEL) as store:
+        assert store.query_text("apples")[0].chunk.text == "apples are red"
