@@ -20,6 +20,7 @@ import duckdb
 from pydantic import BaseModel, Field
 
 from .citations import URL_KEY
+from .db import first_row
 from .errors import SliceError
 from .filters import json_path_literal
 from .models import Chunk
@@ -103,11 +104,12 @@ def check_scope(
     else:  # any slice at all
         others = " OR ".join(f"{value} IS NOT NULL" for value in values)
         parameters = [prefix]
-    found = connection.execute(
+    found = first_row(
+        connection,
         f"SELECT source, {', '.join(values)} FROM chunks"
         f" WHERE starts_with(source, $1) AND ({others}) ORDER BY key LIMIT 1",
         parameters,
-    ).fetchone()
+    )
     if found is None:
         return
     source, *held = found
