@@ -13,8 +13,10 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import anyio
 import pytest
 from conftest import DEFAULT_BACKEND, INTRO_TEXTS, SCRIPT, STATIC_MODEL, run_cli
+from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import ReadOnlyError, VectorStore, remote
 from duckdb_vectors.remote import RemoteIndexError
@@ -294,3 +296,27 @@ def test_a_bad_max_age_is_a_usage_error(site: IndexServer) -> None:
     result = run_cli("search", "x", "--db", site.url("docs.duckdb"), "--max-age", "soon")
     assert result.exit_code == 2
     assert "'soon' is not a duration" in result.stderr
+
+
+def test_an_mcp_server_serves_a_published_index(site: IndexServer, cache: Path) -> None:
+    url = site.url("docs.duckdb")
+    environment = {
+        "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL),
+        "DUCKDB_VECTORS_CACHE_DIR": str(cache),
+        "HF_HUB_OFFLINE": "1",
+    }
+    parameters = StdioServerParameters(command=SCRIPT, args=["mcp", "--db", url], env=environment)
+
+    async def scenario() -> None:
+        async with Client(parameters, mode="legacy", read_timeout_seconds=60) as client:
+            found = await client.call_tool("search", {"query": "AWS credentials", "top_k": 1})
+            assert found.structured_content["results"][0]["source"] == "docs/2.md"
+            report = (await client.call_tool("report", {})).structured_content
+            assert report["published"]["url"] == url
+
+    anyio.run(scenario)
+    refused = run_cli("mcp", "--db", url, "--read-write", env=environment)
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == (
+        f"Error: {url} is a published index: it opens read-only, not read-write"
+    )
