@@ -19,7 +19,7 @@ from typing import Any
 import click
 from loguru import logger
 
-from . import slices
+from . import remote, slices
 from .citations import URL_STYLES, UrlRule, UrlStyle
 from .config import DEFAULT_BASE_IMAGE, DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, Settings
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError, SliceError
@@ -43,12 +43,43 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
+class IndexLocation(click.ParamType):
+    """An index file's path, or the http(s):// URL of a published index (kept as text)."""
+
+    name = "path|url"
+    _path = click.Path(dir_okay=False, path_type=Path)
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Path | str:
+        return value if remote.is_url(value) else self._path.convert(value, param, ctx)
+
+
 def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--db",
         "db_path",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Index file [env DUCKDB_VECTORS_DB_PATH; default vectors.duckdb].",
+        type=IndexLocation(),
+        help="Index file, or the http(s):// URL of a published index"
+        " [env DUCKDB_VECTORS_DB_PATH; default vectors.duckdb].",
+    )(command)
+
+
+def max_age_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--max-age, for the verbs that can read a published index (--db URL)."""
+
+    def as_seconds(_: click.Context, __: click.Parameter, text: str | None) -> float | None:
+        try:
+            return None if text is None else remote.parse_duration(text)
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
+
+    return click.option(
+        "--max-age",
+        metavar="DURATION",
+        callback=as_seconds,
+        help="--db URL: re-check the cached copy with the server when older than this"
+        " (seconds, or e.g. 30m, 6h, 2d) [env DUCKDB_VECTORS_MAX_AGE; default 2d].",
     )(command)
 
 
@@ -220,12 +251,38 @@ Examples:
 """
 )
 @db_option
+@max_age_option
 @json_option
-def report(db_path: Path | None, as_json: bool) -> None:
+def report(db_path: Path | str | None, max_age: float | None, as_json: bool) -> None:
     """Describe the index: backend, dimension, chunks, sources, manifest. Loads no model."""
-    with VectorStore(db_path, read_only=True) as store:
+    with VectorStore(db_path, read_only=True, max_age=max_age) as store:
         result = store.report()
     click.echo(result.model_dump_json(indent=2) if as_json else report_as_text(result))
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  duckdb-vectors pull https://example.com/docs.duckdb
+  duckdb-vectors pull 'https://example.com/docs.duckdb#sha256=<hex>' --json
+"""
+)
+@click.argument("url")
+@max_age_option
+@json_option
+def pull(url: str, max_age: float | None, as_json: bool) -> None:
+    """Fetch a published index (or refresh its cached copy) and print where the copy is.
+
+    Without --max-age the server is always asked (a 304 downloads nothing)."""
+    if not remote.is_url(url):
+        raise click.BadParameter(f"{url} is not an http(s):// URL", param_hint="URL")
+    settings = Settings.resolve()
+    pulled = remote.pull(url, settings.cache_dir, 0.0 if max_age is None else max_age)
+    if as_json:
+        fields = {**asdict(pulled.copy), "outcome": pulled.outcome}
+        click.echo(json.dumps({**fields, "age_seconds": pulled.copy.age_seconds}, indent=2))
+    else:
+        click.echo(pulled.path)
 
 
 @cli.command(
@@ -278,9 +335,10 @@ Examples:
     help="all: only chunks with every query word (falls back to any, and says so).",
 )
 @max_tokens_option
+@max_age_option
 def search(
     query: str,
-    db_path: Path | None,
+    db_path: Path | str | None,
     backend: str | None,
     model_path: Path | None,
     as_json: bool,
@@ -294,6 +352,7 @@ def search(
     one_per_source: bool,
     match: Match,
     max_tokens: int | None,
+    max_age: float | None,
 ) -> None:
     """Search the index for QUERY (hybrid: vector + exact-token BM25)."""
     if vector_only and text_only:
@@ -301,7 +360,12 @@ def search(
     metadata_filter = _parse_filter(filter_json)
     # One query per process: answer from SQL rather than loading the in-memory index.
     with VectorStore(
-        db_path, backend, model_path=model_path, read_only=True, memory_index=False
+        db_path,
+        backend,
+        model_path=model_path,
+        read_only=True,
+        memory_index=False,
+        max_age=max_age,
     ) as store:
         if store.count() == 0:
             raise DuckDBVectorsError(
@@ -347,16 +411,18 @@ Examples:
 @click.option(
     "--offset", type=click.IntRange(0), default=0, help="Start here (a previous next_offset)."
 )
+@max_age_option
 def fetch(
     id: str,
-    db_path: Path | None,
+    db_path: Path | str | None,
     as_json: bool,
     context: int,
     max_tokens: int | None,
     offset: int,
+    max_age: float | None,
 ) -> None:
     """Print a document (ID is a source) or a chunk and its neighbours (ID is a chunk_id)."""
-    with VectorStore(db_path, read_only=True, memory_index=False) as store:
+    with VectorStore(db_path, read_only=True, memory_index=False, max_age=max_age) as store:
         fetched = fetch_text(store, id, context=context, max_tokens=max_tokens, offset=offset)
     click.echo(fetched.model_dump_json(indent=2) if as_json else fetched.text)
     if not as_json and fetched.next_offset is not None:
@@ -464,8 +530,9 @@ Examples:
     metavar="ORIGIN",
     help="HTTP: a browser origin to accept besides localhost ones (repeatable).",
 )
+@max_age_option
 def mcp(
-    db_path: Path | None,
+    db_path: Path | str | None,
     backend: str | None,
     model_path: Path | None,
     read_only: bool | None,
@@ -474,6 +541,7 @@ def mcp(
     port: int,
     auth_token: str | None,
     allowed_origins: tuple[str, ...],
+    max_age: float | None,
 ) -> None:
     """Serve search, fetch and report to agents (Model Context Protocol)."""
     from .mcp_http import HttpOptions
@@ -488,7 +556,14 @@ def mcp(
         if transport == "http"
         else None
     )
-    serve(db_path=db_path, backend=backend, model_path=model_path, read_only=read_only, http=http)
+    serve(
+        db_path=db_path,
+        backend=backend,
+        model_path=model_path,
+        read_only=read_only,
+        http=http,
+        max_age=max_age,
+    )
 
 
 @cli.command(

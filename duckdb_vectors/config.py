@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .remote import DEFAULT_MAX_AGE, is_url, parse_duration
 
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 DEFAULT_BASE_IMAGE = "python:3.12-slim"  # what `bake` builds the runtime image on
@@ -39,7 +41,10 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DUCKDB_VECTORS_", extra="ignore")
 
-    db_path: Path = Field(Path("vectors.duckdb"), description="The index file.")
+    db_path: Path | str = Field(
+        Path("vectors.duckdb"),
+        description="The index file, or the http(s):// URL of a published (frozen) index.",
+    )
     backend: str | None = Field(
         None,
         description=(
@@ -50,7 +55,17 @@ class Settings(BaseSettings):
     model_path: Path | None = Field(
         None, description="Load the model from this local directory instead of the hub."
     )
-    cache_dir: Path | None = Field(None, description="Where downloaded models are cached.")
+    cache_dir: Path | None = Field(
+        None,
+        description="Where downloaded models are cached, and published indexes (in indexes/;"
+        " default ~/.cache/duckdb-vectors).",
+    )
+    max_age: float = Field(
+        DEFAULT_MAX_AGE,
+        ge=0,
+        description="A published index's cached copy older than this is re-checked with its"
+        " server (seconds, or a number with s/m/h/d; default 2d).",
+    )
     read_only: bool = Field(False, description="Open a frozen index; every write is refused.")
     memory_index: bool = Field(
         True,
@@ -64,6 +79,17 @@ class Settings(BaseSettings):
         None,
         description="Bearer token the MCP server over HTTP requires (mcp --transport http).",
     )
+
+    @field_validator("db_path", mode="before")
+    @classmethod
+    def _path_unless_url(cls, value: object) -> object:
+        # A URL stays a string: as a Path, "https://h/x" would lose a slash.
+        return value if is_url(value) or isinstance(value, Path) else Path(str(value))
+
+    @field_validator("max_age", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        return parse_duration(value) if isinstance(value, str | int | float) else value
 
     @classmethod
     def resolve(cls, **given: Any) -> Settings:

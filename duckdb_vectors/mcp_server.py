@@ -378,15 +378,18 @@ def _choice(name: str, value: Any, choices: tuple[Match, ...]) -> Match:
 
 
 def serve(
-    db_path: Path | None = None,
+    db_path: Path | str | None = None,
     backend: str | None = None,
     model_path: Path | None = None,
     read_only: bool = True,
     http: HttpOptions | None = None,
+    max_age: float | None = None,
 ) -> None:
     """Open the index and serve it: over stdio until the client closes the connection, or,
     given ``http`` options, over streamable HTTP until SIGTERM."""
-    store = VectorStore(db_path, backend, model_path=model_path, read_only=read_only)
+    store = VectorStore(
+        db_path, backend, model_path=model_path, read_only=read_only, max_age=max_age
+    )
     try:
         server = build_server(store)
         if http is None:

@@ -60,6 +60,16 @@ class VectorPage(BaseModel):
         return len(self.vectors)
 
 
+class PublishedSource(BaseModel):
+    """Where an index opened from a URL comes from, and how fresh its local copy is."""
+
+    url: str
+    cache_path: str
+    downloaded_at: str | None = None
+    checked_at: str | None = Field(None, description="When the server last confirmed the copy.")
+    age_seconds: float | None = Field(None, description="Seconds since checked_at.")
+
+
 class IndexReport(BaseModel):
     """What ``VectorStore.report()`` (and ``duckdb-vectors report``) tells about an index."""
 
@@ -70,3 +80,6 @@ class IndexReport(BaseModel):
     chunk_count: int
     sources: dict[str, int] = Field(description="Each source and its number of chunks.")
     manifest: dict[str, Any] | None = Field(None, description="The manifest, as recorded.")
+    published: PublishedSource | None = Field(
+        None, description="The URL and cached copy, for an index opened from a URL."
+    )

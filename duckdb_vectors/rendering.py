@@ -16,6 +16,7 @@ from .citations import document_uri, url_of
 from .evaluation import ModeReport
 from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
+from .remote import describe_age
 from .search import MATCH_FELL_BACK
 
 if TYPE_CHECKING:  # the container modules import the Docker SDK: not needed to search
@@ -177,6 +178,9 @@ def report_as_text(report: IndexReport, more: str = "see --json") -> str:
         *_slice_lines(manifest),
         f"sources     {len(report.sources)}",
     ]
+    if report.published is not None:
+        age = describe_age(report.published.age_seconds)
+        lines[1:1] = [f"published   {report.published.url} (checked {age} ago)"]
     listed = list(report.sources.items())[:REPORT_SOURCES]
     lines += [f"  {count:6d}  {source or '(none)'}" for source, count in listed]
     if len(report.sources) > REPORT_SOURCES:

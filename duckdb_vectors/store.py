@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from . import chunk_table, compatibility, documents, inputs, slices, writes
+from . import chunk_table, compatibility, documents, inputs, remote, slices, writes
 from .config import FusionSettings, Settings
 from .db import Transaction, connect, first_line, is_open, objects_typed_by_first_value
 from .embedders import Embedder, get_embedder
@@ -27,7 +27,7 @@ from .errors import NotAnIndexError, ReadOnlyError
 from .inputs import MAX_RESULTS
 from .manifest import Manifest, read_manifest, refreshed, write_manifest
 from .memory_index import MemoryIndex
-from .models import Chunk, IndexReport, SearchResults, VectorPage
+from .models import Chunk, IndexReport, PublishedSource, SearchResults, VectorPage
 from .ranking_sql import execute_user_sql, validate_fragment
 from .retokenize import current_manifest
 from .schema import check_readable, migrate
@@ -42,15 +42,20 @@ class VectorStore:
     """One DuckDB file holding chunks of text, their vectors and a BM25 index.
 
     Args:
-        db_path: the index file (``DUCKDB_VECTORS_DB_PATH``; default ``vectors.duckdb``).
+        db_path: the index file (``DUCKDB_VECTORS_DB_PATH``; default ``vectors.duckdb``), or
+            the ``http(s)://`` URL of a published index, opened from a validated local copy
+            (see ``remote``; ``#sha256=<hex>`` on the URL pins its content).
         backend: embedder spec such as ``fastembed:minishlab/potion-multilingual-128M``
             (``DUCKDB_VECTORS_BACKEND``). Unset: the backend the index was built with.
         model_path: load the model from this local directory (``DUCKDB_VECTORS_MODEL_PATH``).
         cache_dir: where downloaded models are kept (``DUCKDB_VECTORS_CACHE_DIR``).
-        read_only: open a frozen index; every write raises ``ReadOnlyError``.
+        read_only: open a frozen index; every write raises ``ReadOnlyError``. A URL ``db_path``
+            is always read-only.
         memory_index: answer from an in-memory snapshot (long-lived processes) instead of
             querying DuckDB each time (one-shot processes).
         fusion: how vector and BM25 rankings are fused.
+        max_age: re-check a published index's cached copy with its server when older than
+            this many seconds (or ``"6h"``, ``"2d"``; ``DUCKDB_VECTORS_MAX_AGE``; default 2d).
         embedder: a ready embedder object, instead of one built from ``backend``.
     """
 
@@ -64,6 +69,7 @@ class VectorStore:
         read_only: bool | None = None,
         memory_index: bool | None = None,
         fusion: FusionSettings | None = None,
+        max_age: float | str | None = None,
         embedder: Embedder | None = None,
     ) -> None:
         given = {
@@ -74,10 +80,11 @@ class VectorStore:
             "read_only": read_only,
             "memory_index": memory_index,
             "fusion": fusion,
+            "max_age": max_age,
         }
         self.settings = Settings.resolve(**given)
-        self.db_path = self.settings.db_path
-        self.read_only = self.settings.read_only
+        self.source_url, self.db_path = self._local_file(self.settings)
+        self.read_only = self.settings.read_only or self.source_url is not None
         self._lock = threading.RLock()
         # A file this store creates is removed again on close if nothing was ever committed
         # to it (say, the first index run failed to load its model): no empty index is left.
@@ -100,6 +107,16 @@ class VectorStore:
         self._memory: MemoryIndex | None = None
         self._transaction_depth = 0
         self._stamped_keys: set[str] = set()  # slice keys written since the last refresh
+
+    @staticmethod
+    def _local_file(settings: Settings) -> tuple[str | None, Path]:
+        """The published index's URL (None for a local file) and the file to open."""
+        if not remote.is_url(settings.db_path):
+            return None, Path(settings.db_path)
+        url = str(settings.db_path)
+        if "read_only" in settings.model_fields_set and not settings.read_only:
+            raise ReadOnlyError(f"{url} is a published index: it opens read-only, not read-write")
+        return url, remote.local_path(url, settings.cache_dir, settings.max_age)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -303,6 +320,19 @@ class VectorStore:
             chunk_count=self.count(),
             sources=self.sources(),
             manifest=self.manifest.model_dump(mode="json") if self.manifest else None,
+            published=self._published_source(),
+        )
+
+    def _published_source(self) -> PublishedSource | None:
+        copy = self.source_url and remote.cached_copy(self.source_url, self.settings.cache_dir)
+        if not copy:
+            return None
+        return PublishedSource(
+            url=copy.url,
+            cache_path=copy.path,
+            downloaded_at=copy.downloaded_at,
+            checked_at=copy.checked_at,
+            age_seconds=copy.age_seconds,
         )
 
     def query(

@@ -1,0 +1,272 @@
+"""A published index: ``--db https://host/docs.duckdb`` opens a local, validated copy of it.
+
+The copy lives in ``<cache>/indexes/`` (``DUCKDB_VECTORS_CACHE_DIR``, else the user's cache
+folder), one file per URL named by a hash of the URL, with a JSON sidecar holding the server's
+validators (ETag, Last-Modified) and when the copy was last checked. A copy older than
+``max_age`` is revalidated; an unchanged index (304) is not downloaded again. A download is
+written under a temporary name and renamed into place only once it opens as an index, every
+column of every table reads back whole, its manifest parses and (``#sha256=…``) its digest
+matches, so a cut-short or corrupt download never replaces a good copy. A lock file serialises
+refreshes between processes sharing the cache. When the server cannot be reached, the cached
+copy is used with one warning line saying how old it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import filelock
+import httpx
+
+from .db import connect
+from .errors import DuckDBVectorsError, NotAnIndexError
+from .manifest import read_manifest
+from .schema import check_readable
+
+log = logging.getLogger(__name__)
+
+URL_SCHEMES = ("http://", "https://")
+DEFAULT_MAX_AGE = 2 * 86400.0  # seconds: a published index is re-checked every two days
+LOCK_TIMEOUT = 600.0  # seconds another process's download may hold the lock
+HTTP_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", re.IGNORECASE)
+
+
+class RemoteIndexError(DuckDBVectorsError):
+    """A published index that cannot be fetched (and has no cached copy), or is refused."""
+
+
+def is_url(value: object) -> bool:
+    return isinstance(value, str) and value.lower().startswith(URL_SCHEMES)
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds from ``90``, ``90s``, ``15m``, ``6h`` or ``2d``."""
+    if isinstance(text, int | float):
+        return float(text)
+    found = _DURATION.fullmatch(text)
+    if not found:
+        raise ValueError(f"{text!r} is not a duration: give seconds, or a number with s/m/h/d")
+    return float(found.group(1)) * DURATION_UNITS[(found.group(2) or "s").lower()]
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "duckdb-vectors"
+
+
+@dataclass
+class CachedCopy:
+    """What the sidecar records about one URL's local copy."""
+
+    url: str
+    path: str
+    etag: str | None = None
+    last_modified: str | None = None
+    downloaded_at: str | None = None
+    checked_at: str | None = None
+
+    @property
+    def age_seconds(self) -> float | None:
+        """Time since the server last confirmed (or sent) this copy."""
+        if self.checked_at is None:
+            return None
+        return (datetime.now(UTC) - datetime.fromisoformat(self.checked_at)).total_seconds()
+
+
+@dataclass
+class PullResult:
+    copy: CachedCopy
+    outcome: str  # cached (fresh enough), unchanged (304), downloaded, stale (server unreachable)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.copy.path)
+
+
+def cache_paths(url: str, cache_dir: Path | None) -> tuple[Path, Path, Path]:
+    """The index copy, its JSON sidecar and its lock file for ``url``."""
+    folder = (cache_dir or default_cache_dir()) / "indexes"
+    name = hashlib.sha256(url.encode()).hexdigest()[:32]
+    return folder / f"{name}.duckdb", folder / f"{name}.json", folder / f"{name}.lock"
+
+
+def cached_copy(url: str, cache_dir: Path | None) -> CachedCopy | None:
+    """The sidecar of ``url``'s copy, if both the copy and its sidecar are there."""
+    path, sidecar, _ = cache_paths(url, cache_dir)
+    if not (path.is_file() and sidecar.is_file()):
+        return None
+    try:
+        return CachedCopy(**json.loads(sidecar.read_text()))
+    except (ValueError, TypeError):
+        return None  # a sidecar from elsewhere or half-written: the copy is fetched again
+
+
+def local_path(url: str, cache_dir: Path | None, max_age: float = DEFAULT_MAX_AGE) -> Path:
+    """A validated local copy of the index at ``url``, fetched or refreshed when needed."""
+    return pull(url, cache_dir, max_age).path
+
+
+def pull(url: str, cache_dir: Path | None, max_age: float = DEFAULT_MAX_AGE) -> PullResult:
+    """Fetch ``url`` into the cache, or revalidate the cached copy if older than ``max_age``."""
+    copy = cached_copy(url, cache_dir)
+    if copy is not None and _fresh(copy, max_age):
+        return PullResult(copy, "cached")
+    path, sidecar, lock = cache_paths(url, cache_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(lock, timeout=LOCK_TIMEOUT):
+        copy = cached_copy(url, cache_dir)  # another process may have refreshed it meanwhile
+        if copy is not None and _fresh(copy, max_age):
+            return PullResult(copy, "cached")
+        try:
+            copy, outcome = _refresh(url, copy, path)
+        except RemoteIndexError as error:
+            if copy is None:
+                raise RemoteIndexError(f"{url}: {error}, and there is no cached copy") from None
+            log.warning(
+                "%s: using the cached copy checked %s ago (%s)",
+                url,
+                describe_age(copy.age_seconds),
+                error,
+            )
+            return PullResult(copy, "stale")
+        _write_atomically(sidecar, json.dumps(asdict(copy), indent=2).encode())
+        return PullResult(copy, outcome)
+
+
+def describe_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "an unknown time"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def _fresh(copy: CachedCopy, max_age: float) -> bool:
+    age = copy.age_seconds
+    return age is not None and age < max_age
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _refresh(url: str, copy: CachedCopy | None, path: Path) -> tuple[CachedCopy, str]:
+    """Ask the server for ``url`` (conditionally, when there is a copy); download and validate
+    a changed index. Any failure is a RemoteIndexError, and leaves the copy as it was."""
+    address, _, fragment = url.partition("#")
+    headers = {}
+    if copy is not None and copy.etag:
+        headers["If-None-Match"] = copy.etag
+    if copy is not None and copy.last_modified:
+        headers["If-Modified-Since"] = copy.last_modified
+    try:
+        with httpx.stream(
+            "GET", address, headers=headers, timeout=HTTP_TIMEOUT, follow_redirects=True
+        ) as response:
+            if response.status_code == 304 and copy is not None:
+                copy.checked_at = _now()
+                return copy, "unchanged"
+            if response.status_code != 200:
+                raise RemoteIndexError(f"the server answered HTTP {response.status_code}")
+            partial = _download(response, path.parent)
+    except httpx.HTTPError as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RemoteIndexError(f"cannot reach it: {reason}") from None
+    try:
+        _check_digest(partial, fragment)
+        validate(partial)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    now = _now()
+    fetched = CachedCopy(
+        url=url,
+        path=str(path),
+        etag=response.headers.get("ETag"),
+        last_modified=response.headers.get("Last-Modified"),
+        downloaded_at=now,
+        checked_at=now,
+    )
+    return fetched, "downloaded"
+
+
+def _download(response: httpx.Response, folder: Path) -> Path:
+    """Stream the body to a temporary file next to the copy (so the rename is atomic)."""
+    return _temporary_file(folder, ".download-", response.iter_bytes(1 << 20))
+
+
+def _temporary_file(folder: Path, prefix: str, blocks: Iterable[bytes]) -> Path:
+    """A new file in ``folder`` holding ``blocks``; removed again if writing fails."""
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=prefix, delete=False) as handle:
+        written = Path(handle.name)
+        try:
+            for block in blocks:
+                handle.write(block)
+        except BaseException:
+            written.unlink(missing_ok=True)
+            raise
+    return written
+
+
+def _check_digest(path: Path, fragment: str) -> None:
+    if not fragment.startswith("sha256="):
+        return
+    expected = fragment.removeprefix("sha256=").lower()
+    with path.open("rb") as handle:
+        actual = hashlib.file_digest(handle, "sha256").hexdigest()
+    if actual != expected:
+        raise RemoteIndexError(f"the download's sha256 is {actual}, not {expected} as the URL says")
+
+
+def validate(path: Path) -> None:
+    """Refuse a file that is not a whole duckdb-vectors index: DuckDB checks each block only
+    when it reads it, so a file cut short can open and count, then fail mid-search; every
+    column of every table is read here, once."""
+    try:
+        connection = connect(path, read_only=True)
+    except NotAnIndexError as error:
+        raise RemoteIndexError(f"the download is not an index ({error})") from None
+    try:
+        check_readable(connection)
+        if read_manifest(connection) is None:
+            raise NotAnIndexError("it holds no manifest")
+        _read_every_column(connection)
+    except (NotAnIndexError, duckdb.Error) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RemoteIndexError(f"the download is not a whole index ({message})") from None
+    finally:
+        connection.close()
+
+
+def _read_every_column(connection: duckdb.DuckDBPyConnection) -> None:
+    columns: dict[str, list[str]] = {}
+    for table, column in connection.execute(
+        "SELECT table_name, column_name FROM duckdb_columns()"
+        " WHERE database_name = current_database() AND schema_name = 'main'"
+    ).fetchall():
+        columns.setdefault(table, []).append(column)
+    for table, names in columns.items():
+        # hash() reads every value (count() could be answered from validity masks alone).
+        folded = ", ".join(f'bit_xor(hash("{name}"))' for name in names)
+        connection.execute(f'SELECT {folded} FROM "{table}"').fetchall()
+
+
+def _write_atomically(path: Path, content: bytes) -> None:
+    written = _temporary_file(path.parent, ".sidecar-", [content])
+    try:
+        os.replace(written, path)
+    finally:
+        written.unlink(missing_ok=True)
