@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .errors import InvalidSettingError
 from .remote import DEFAULT_MAX_AGE, is_url, parse_duration
 
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
@@ -95,4 +96,25 @@ class Settings(BaseSettings):
     def resolve(cls, **given: Any) -> Settings:
         """Settings from arguments, where an argument left at None falls back to the
         environment, then to the default (the rule every entry point follows)."""
-        return cls(**{name: value for name, value in given.items() if value is not None})
+        arguments = {name: value for name, value in given.items() if value is not None}
+        try:
+            return cls(**arguments)
+        except ValidationError as error:
+            raise InvalidSettingError(_first_problem(error, arguments)) from None
+
+
+def _first_problem(error: ValidationError, arguments: dict[str, Any]) -> str:
+    """pydantic's report as one line naming where the bad value came from: the argument, or
+    its ``DUCKDB_VECTORS_*`` variable."""
+    problem = error.errors()[0]
+    path = [str(part) for part in problem["loc"]]
+    if error.title == Settings.__name__ and path and path[0] in arguments:
+        where = path[0]
+    else:  # from the environment (FusionSettings reads its own prefix)
+        prefixes = {model.__name__: model.model_config["env_prefix"] for model in _SETTINGS}
+        where = prefixes.get(error.title, "DUCKDB_VECTORS_") + "_".join(path).upper()
+    message = problem["msg"].removeprefix("Value error, ")
+    return f"{where}={problem['input']!r} is not valid: {message}"
+
+
+_SETTINGS = (Settings, FusionSettings)

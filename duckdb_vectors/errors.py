@@ -27,6 +27,10 @@ class InvalidRankingSQLError(DuckDBVectorsError, ValueError):
     """An injected ranking SQL fragment is not a single read-only expression."""
 
 
+class InvalidSettingError(DuckDBVectorsError, ValueError):
+    """A setting (an argument or a ``DUCKDB_VECTORS_*`` variable) has a value it cannot take."""
+
+
 class InvalidUrlError(DuckDBVectorsError, ValueError):
     """A base URL (or URL style) that cannot make citation URLs."""
 

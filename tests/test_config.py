@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
-from duckdb_vectors import ReadOnlyError, Settings, VectorStore
+from duckdb_vectors import InvalidSettingError, ReadOnlyError, Settings, VectorStore
 
 
 def test_defaults() -> None:
@@ -46,3 +46,29 @@ def test_fusion_knobs_from_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("DUCKDB_VECTORS_FUSION_RRF_K", "20")
     fusion = Settings().fusion
     assert (fusion.method, fusion.rrf_k) == ("rrf", 20)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("DUCKDB_VECTORS_MAX_AGE", "soon", "DUCKDB_VECTORS_MAX_AGE='soon' is not valid: 'soon'"),
+        ("DUCKDB_VECTORS_READ_ONLY", "maybe", "DUCKDB_VECTORS_READ_ONLY='maybe' is not valid"),
+        (
+            "DUCKDB_VECTORS_FUSION_LEXICAL_WEIGHT",
+            "3",
+            "DUCKDB_VECTORS_FUSION_LEXICAL_WEIGHT='3' is not valid: Input should be less than",
+        ),
+    ],
+)
+def test_a_bad_setting_in_the_environment_is_one_line_naming_the_variable(
+    monkeypatch, variable: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(InvalidSettingError) as raised:
+        Settings.resolve()
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+
+
+def test_a_bad_argument_names_the_argument(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSettingError, match=r"^max_age='soon' is not valid"):
+        VectorStore(tmp_path / "x.duckdb", max_age="soon")
