@@ -5,10 +5,12 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from conftest import STATIC_MODEL
+from conftest import DEFAULT_BACKEND, STATIC_MODEL
 from test_indexer import a_docs_site, write
 
+from duckdb_vectors import Manifest, VectorStore, index_folder
 from duckdb_vectors.container.context import write_context
+from duckdb_vectors.container.labels import manifest_from_labels, manifest_labels
 
 
 def members(docs: Path, model: Path | None = None) -> dict[str, tarfile.TarInfo]:
@@ -49,3 +51,16 @@ def test_what_the_index_would_leave_out_is_not_sent(tmp_path: Path) -> None:
         assert not any(name == left_out or name.startswith(f"{left_out}/") for name in sent)
     assert "faq/old.tmp.md" not in sent and "faq/internal.md" not in sent
     assert not {"img/diagram.svg", "html/search/search_index.json", "html/sitemap.xml"} & sent
+
+
+def test_the_manifest_survives_the_trip_through_image_labels(tmp_path: Path) -> None:
+    """Every manifest field, lists of slices included, comes back from the labels as it was."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nInstall it with pip.\n")
+    with VectorStore(tmp_path / "x.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        index_folder(store, docs, metadata={"version": "2.0"})
+        report = store.report()
+    labels = manifest_labels(report, "python:3.12-slim")
+    assert manifest_from_labels(labels) == Manifest.model_validate(report.manifest)
+    assert manifest_from_labels(labels).slices[0].metadata == {"version": "2.0"}

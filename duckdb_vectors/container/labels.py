@@ -7,7 +7,8 @@ labels carry the manifest whole and ``inspect`` rebuilds it exactly; the
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import json
+from typing import Any, NamedTuple, get_origin
 
 from docker.errors import ImageNotFound
 
@@ -34,7 +35,7 @@ def manifest_labels(report: IndexReport, base_image: str) -> dict[str, str]:
         raise ValueError("the index has no manifest")
     manifest = Manifest.model_validate(report.manifest)
     labels = {
-        _label(field): str(value)
+        _label(field): value if isinstance(value, str) else json.dumps(value)
         for field, value in manifest.model_dump(mode="json").items()
         if value is not None
     }
@@ -54,8 +55,14 @@ def manifest_labels(report: IndexReport, base_image: str) -> dict[str, str]:
 def manifest_from_labels(labels: dict[str, str]) -> Manifest | None:
     """The manifest an image's labels carry; None for an image that carries none."""
     present = {name: _label(name) for name in Manifest.model_fields}
-    values = {name: labels[key] for name, key in present.items() if key in labels}
+    values = {name: _value(name, labels[key]) for name, key in present.items() if key in labels}
     return Manifest.model_validate(values) if values else None
+
+
+def _value(field: str, label: str) -> Any:
+    """A label as its manifest field takes it: lists and mappings (the slices) are JSON."""
+    container = get_origin(Manifest.model_fields[field].annotation) in (list, dict)
+    return json.loads(label) if container else label
 
 
 def source_count(labels: dict[str, str]) -> int | None:
