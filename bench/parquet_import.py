@@ -44,9 +44,8 @@ def write_rows(path: Path, rows: int) -> None:
             f"""COPY (
                 SELECT 'row-' || i AS chunk_id,
                        'doc-' || (i // 20) || '.md' AS source,
-                       array_to_string(
-                           list_transform(range(40), lambda w: 'word' || (random() * 5000)::INT), ' '
-                       ) AS text,
+                       array_to_string(list_transform(range(40),
+                           lambda w: 'word' || (random() * 5000)::INT), ' ') AS text,
                        list_transform(range({DIMENSION}), lambda d: (random() - 0.5)::FLOAT)
                            AS embedding
                 FROM range({rows}) t(i)

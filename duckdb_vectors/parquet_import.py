@@ -156,6 +156,9 @@ def _chunk_batches(
     for batch in result.to_arrow_reader(READ_BATCH):
         # Every column but the vectors as Python values; the vectors go to one matrix.
         table = batch.select([n for n in batch.schema.names if n != "embedding"]).to_pydict()
+        if None in table["chunk_id"]:
+            file = table["filename"][table["chunk_id"].index(None)]
+            raise DuckDBVectorsError(f"{file}: a row has no chunk_id; every row needs one")
         vectors = _vectors(batch, table, dimension)
         summary.rows += batch.num_rows
         yield _chunks(table, source_prefix), vectors

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
+from duckdb_vectors import index_parquet
 from duckdb_vectors.embedders import get_embedder
 from duckdb_vectors.errors import DuckDBVectorsError
-from duckdb_vectors.parquet_import import index_parquet
 from duckdb_vectors.store import VectorStore
 
 BACKEND = "hashing:256"
@@ -112,6 +112,7 @@ def test_a_glob_reads_every_matching_file(tmp_path: Path, parquet_store: VectorS
         ("chunk_id, text", "has no embedding column"),
         ("chunk_id, 42 AS text, embedding", "column text is INTEGER"),
         ("chunk_id, text, embedding[1:8] AS embedding", "has a 8-dimensional embedding"),
+        ("NULL::VARCHAR AS chunk_id, text, embedding", "a row has no chunk_id"),
         ("chunk_id, text, ['nan'::FLOAT] || embedding[2:] AS embedding", "NaN"),
     ],
 )
