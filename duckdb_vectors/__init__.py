@@ -19,6 +19,7 @@ from .errors import (
 from .indexer import IndexSummary, index_folder
 from .manifest import Manifest
 from .models import Chunk, IndexReport, SearchResult, SearchResults, VectorPage
+from .parquet_import import ParquetSummary, index_parquet
 from .store import VectorStore, WriteStats
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "InvalidUrlError",
     "Manifest",
     "NotAnIndexError",
+    "ParquetSummary",
     "ReadOnlyError",
     "SearchResult",
     "SearchResults",
@@ -49,6 +51,7 @@ __all__ = [
     "available_embedders",
     "get_embedder",
     "index_folder",
+    "index_parquet",
     "register_chunker",
     "register_embedder",
 ]

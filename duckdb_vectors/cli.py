@@ -26,12 +26,14 @@ from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLErr
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
 from .indexer import DEFAULT_MAX_FILE_BYTES, index_folder
+from .parquet_import import index_parquet
 from .rendering import (
     MIN_MAX_TOKENS,
     SearchOutput,
     bake_summary_as_text,
     evaluation_as_text,
     image_manifest_as_text,
+    parquet_summary_as_text,
     report_as_text,
     summary_as_text,
 )
@@ -179,9 +181,16 @@ Examples:
   duckdb-vectors index ./docs --db docs.duckdb
   duckdb-vectors index ./skills --db agent.duckdb --source-prefix skills/ --include '*.md'
   duckdb-vectors index ./docs-v2 --db docs.duckdb --set version=2.0   # sources under 2.0/
+  duckdb-vectors index --from-parquet 'out/part-*.parquet' --db docs.duckdb --backend hashing:256
 """
 )
-@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("folder", type=click.Path(path_type=Path), required=False)
+@click.option(
+    "--from-parquet",
+    metavar="FILE_OR_GLOB",
+    help="Write rows embedded elsewhere (chunk_id, text, embedding; optional title, source,"
+    " position, metadata) instead of a FOLDER; a new index needs --backend.",
+)
 @store_options
 @click.option("--recursive/--no-recursive", default=True, show_default=True)
 @click.option(
@@ -207,7 +216,8 @@ Examples:
 @slice_option
 @click.option("--progress/--no-progress", default=None, help="Default: a bar on a terminal.")
 def index(
-    folder: Path,
+    folder: Path | None,
+    from_parquet: str | None,
     db_path: Path | None,
     backend: str | None,
     model_path: Path | None,
@@ -223,6 +233,13 @@ def index(
     progress: bool | None,
 ) -> None:
     """Index FOLDER: chunk, embed and store what changed; prune what disappeared."""
+    if (folder is None) == (from_parquet is None):
+        raise click.UsageError("pass a FOLDER or --from-parquet FILE_OR_GLOB (one of them)")
+    if from_parquet is not None:
+        if metadata:
+            raise click.UsageError("--set applies to a FOLDER; put metadata in the Parquet rows")
+        _index_parquet(from_parquet, db_path, backend, model_path, source_prefix, as_json)
+        return
     with VectorStore(db_path, backend, model_path=model_path, read_only=False) as store:
         summary = index_folder(
             store,
@@ -241,6 +258,24 @@ def index(
     click.echo(summary.model_dump_json(indent=2) if as_json else summary_as_text(summary))
     if empty:
         raise DuckDBVectorsError(f"nothing was indexed from {folder}: no file had indexable text")
+
+
+def _index_parquet(
+    pattern: str,
+    db_path: Path | None,
+    backend: str | None,
+    model_path: Path | None,
+    source_prefix: str | None,
+    as_json: bool,
+) -> None:
+    with VectorStore(db_path, backend, model_path=model_path, read_only=False) as store:
+        if store.manifest is None and backend is None:
+            raise click.UsageError(
+                f"{store.db_path} is a new index: pass --backend naming the model that made"
+                " the embeddings, so queries are embedded alike"
+            )
+        summary = index_parquet(store, pattern, source_prefix=source_prefix)
+    click.echo(summary.model_dump_json(indent=2) if as_json else parquet_summary_as_text(summary))
 
 
 @cli.command(

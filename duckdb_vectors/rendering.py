@@ -16,6 +16,7 @@ from .citations import document_uri, url_of
 from .evaluation import ModeReport
 from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
+from .parquet_import import ParquetSummary
 from .remote import describe_age
 from .search import MATCH_FELL_BACK
 
@@ -213,6 +214,17 @@ def summary_as_text(summary: IndexSummary) -> str:
     # Each skipped or failed file was already reported on stderr as it happened (--json
     # lists them too); the summary counts them rather than list them twice.
     return "\n".join(lines)
+
+
+def parquet_summary_as_text(summary: ParquetSummary) -> str:
+    return "\n".join(
+        [
+            f"indexed {summary.parquet} in {summary.seconds:.2f} s",
+            f"files   {summary.files} read, {summary.rows} rows",
+            f"chunks  {summary.chunks_added} added, {summary.chunks_updated} updated,"
+            f" {summary.chunks_unchanged} unchanged, {summary.chunks_pruned} pruned",
+        ]
+    )
 
 
 def bake_summary_as_text(summary: BakeSummary) -> str:

@@ -218,9 +218,20 @@ class VectorStore:
         self._require_writable()
         if not chunks:
             return WriteStats()
+        return self.put_vector_batches([(chunks, matrix)], datetime.now(UTC))
+
+    def put_vector_batches(
+        self, batches: Iterable[tuple[list[Chunk], np.ndarray]], stamp: datetime
+    ) -> WriteStats:
+        """Upsert chunks with precomputed vectors (one row per chunk), a batch at a time, in one
+        transaction; a stream of batches (``index_parquet``) is never held whole."""
+        total = WriteStats()
+        seen_ids: set[str] = set()
         with self.transaction():
-            batch = writes.plan_batch(self._connection, chunks, matrix)
-            return self._apply(batch, batch.embeddings(None), datetime.now(UTC))
+            for chunks, matrix in batches:
+                batch = writes.plan_batch(self._connection, chunks, matrix, seen_ids)
+                total += self._apply(batch, batch.embeddings(None), stamp)
+        return total
 
     def delete_vectors(self, keys: Sequence[str]) -> int:
         """Delete chunks by id; return how many existed."""
