@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from . import postings
 from .db import column, first_row, registered, scalar
 from .models import Chunk
 from .rows import embedding_text, titled_text
@@ -134,7 +135,7 @@ def encode(
 def token_columns(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each text's BM25 token count, and its tokens joined by spaces (a token never holds one).
 
-    The postings are counted from the joined tokens in SQL (``insert_postings``), which is
+    The postings are counted from the joined tokens in SQL (``postings.insert``), which is
     faster than a Counter per chunk and hands DuckDB one string per chunk instead of one per
     posting.
     """
@@ -180,23 +181,14 @@ def insert(
         connection.execute(
             f"INSERT INTO chunks ({names}) SELECT {selected} FROM new_chunks", [stamp]
         )
-        insert_postings(connection, "new_chunks")
-
-
-def insert_postings(connection: duckdb.DuckDBPyConnection, table: str) -> None:
-    """Count the postings of ``table``'s rows from their ``key`` and joined ``tokens``."""
-    connection.execute(
-        "INSERT INTO postings SELECT term, key, CAST(count(*) AS INTEGER) FROM"
-        f" (SELECT key, unnest(string_split(tokens, ' ')) AS term FROM {table})"
-        " WHERE term <> '' GROUP BY key, term"
-    )
+        postings.insert(connection, "new_chunks")
 
 
 def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int) -> None:
     """Recount every chunk's tokens and rebuild the postings with this tokenizer, reading
     ``batch_size`` chunks at a time in key order (memory stays bounded). The caller owns the
     transaction."""
-    connection.execute("DELETE FROM postings")
+    postings.clear(connection)
     after = -1
     while True:
         batch = connection.execute(
@@ -213,7 +205,7 @@ def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int) -> None:
                 "UPDATE chunks SET token_count = r.token_count FROM retokenized r"
                 " WHERE chunks.key = r.key"
             )
-            insert_postings(connection, "retokenized")
+            postings.insert(connection, "retokenized")
         after = int(keys[-1])
 
 
@@ -256,9 +248,7 @@ def delete_keys(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> None
     if len(keys) == 0:
         return
     key_list = [int(key) for key in keys]
-    connection.execute(
-        "DELETE FROM postings WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list]
-    )
+    postings.delete_keys(connection, key_list)
     connection.execute("DELETE FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list])
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import nanoarrow
 import numpy as np
 
 from .errors import DuckDBVectorsError, NotAnIndexError
@@ -78,6 +79,18 @@ def scalar(
 ) -> Any:
     row = first_row(connection, sql, parameters)
     return row[0] if row else None
+
+
+def has_table(connection: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether the open file (not a temporary or attached one) has table ``name``."""
+    return bool(
+        scalar(
+            connection,
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
+            " AND schema_name = 'main' AND table_name = ?",
+            [name],
+        )
+    )
 
 
 def is_open(connection: duckdb.DuckDBPyConnection) -> bool:
@@ -198,3 +211,37 @@ def objects_typed_by_first_value(connection: duckdb.DuckDBPyConnection) -> Itera
     finally:
         with suppress(duckdb.Error):  # the connection was closed meanwhile
             connection.execute(f"SET pandas_analyze_sample = {int(previous)}")
+
+
+# Arrow's formats for the column types read whole: fixed-width numbers, and fixed-size lists of
+# them (``FLOAT[d]``).
+_ARROW_DTYPES = {"i": np.int32, "l": np.int64, "f": np.float32, "g": np.float64, "c": np.int8}
+
+
+def numpy_batches(relation: duckdb.DuckDBPyRelation) -> Iterator[dict[str, np.ndarray]]:
+    """A query's rows in DuckDB's Arrow batches (122,880 rows), each column a numpy view of
+    the batch's buffer; ``FLOAT[d]`` columns come as ``(rows, d)`` matrices.
+
+    ``fetchnumpy`` hands over an ARRAY column as one small array per row (4.9 s for a million
+    256-float vectors, against 1.0 s this way), and fetches everything at once. nanoarrow reads
+    the Arrow stream DuckDB exports without pyarrow's 100 MB. The columns must be NOT NULL, and
+    a view is only valid until the next batch is read: copy what is kept.
+    """
+    names = relation.columns
+    for batch in nanoarrow.c_array_stream(relation):
+        yield {name: _as_numpy(batch.child(i)) for i, name in enumerate(names)}
+
+
+def _as_numpy(array: nanoarrow.CArray) -> np.ndarray:
+    fixed_size = re.fullmatch(r"\+w:(\d+)", array.schema.format)
+    if fixed_size is None:
+        return _values(array, array.offset, array.length)
+    width = int(fixed_size.group(1))
+    values = _values(array.child(0), array.offset * width, array.length * width)
+    return values.reshape(array.length, width)
+
+
+def _values(array: nanoarrow.CArray, start: int, count: int) -> np.ndarray:
+    dtype = _ARROW_DTYPES[array.schema.format]
+    first = array.offset + start
+    return np.frombuffer(array.view().buffer(1), dtype=dtype)[first : first + count]

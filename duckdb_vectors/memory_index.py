@@ -10,13 +10,16 @@ rebuilt after this process writes to the index.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 import numpy as np
 
-from . import chunk_table
+from . import chunk_table, postings
+from .db import numpy_batches, registered, scalar
 from .models import Chunk
 from .search import (
     BM25_B,
@@ -28,7 +31,17 @@ from .search import (
     bm25_weight_sql,
 )
 
-_LOAD_BATCH = 16_384
+# Above this many chunks the rows returned with results are read from DuckDB per query (about
+# a millisecond for ten, where a large index's vector scan takes tens) instead of being held:
+# at a million chunks holding them took 1.6 s of the load and a few hundred MB.
+RESIDENT_ROWS_LIMIT = 250_000
+# DuckDB's buffer pool while vectors are streamed: the scanned blocks are not kept twice.
+_SCAN_MEMORY_LIMIT = "64MB"
+# Postings map keys to rows through a table as wide as the keys' span, up to this many times
+# the number of chunks (4 bytes each); wider, by binary search.
+KEY_TABLE_MAX_SPAN = 8
+# Postings weighed per DuckDB statement: bounds the temporaries to a few tens of MB.
+_WEIGH_BATCH = 4_194_304
 _SAMPLE_STRIDE = 8  # one score in eight bounds the top-k threshold from below
 
 
@@ -51,7 +64,8 @@ class MemoryIndex:
         keys: chunk keys, ascending; row ``i`` of every array belongs to ``keys[i]``.
         matrix: L2-normalised embeddings, one row per chunk.
         postings: the BM25 inverted index.
-        rows: the chunk columns returned with results, one list per column.
+        rows: the chunk columns returned with results, one list per column; None to read
+            them from ``connection`` per query.
     """
 
     def __init__(
@@ -60,7 +74,7 @@ class MemoryIndex:
         keys: np.ndarray,
         matrix: np.ndarray,
         postings: _Postings,
-        rows: dict[str, list[Any]],
+        rows: dict[str, list[Any]] | None,
     ) -> None:
         self.connection = connection
         self.keys = keys
@@ -75,12 +89,15 @@ class MemoryIndex:
         core = connection.sql("SELECT key, token_count FROM chunks ORDER BY key").fetchnumpy()
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
-        matrix = _normalised_matrix(connection, keys)
-        postings = _load_postings(connection, lengths, k1, b)
-        _release_cached_blocks(connection)  # the postings sort's memory, before the texts
-        rows = chunk_table.read_all(connection)
+        # Postings first: their sort's memory is handed back before the matrix is allocated.
+        inverted = _load_postings(connection, keys, lengths, k1, b)
         _release_cached_blocks(connection)
-        return cls(connection, keys, matrix, postings, rows)
+        matrix = _normalised_matrix(connection, keys)
+        rows = None
+        if len(keys) <= RESIDENT_ROWS_LIMIT:
+            rows = chunk_table.read_all(connection)
+            _release_cached_blocks(connection)
+        return cls(connection, keys, matrix, inverted, rows)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -127,9 +144,12 @@ class MemoryIndex:
         return self.keys[rows] if rows is not None else self.keys
 
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
+        if self.rows is None:
+            return chunk_table.by_keys(self.connection, keys)
         return [self._chunk(int(row)) for row in np.searchsorted(self.keys, keys)]
 
     def _chunk(self, row: int) -> Chunk:
+        assert self.rows is not None
         return chunk_table.decode({name: values[row] for name, values in self.rows.items()})
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
@@ -175,74 +195,134 @@ def kth_largest(scores: np.ndarray, k: int) -> float:
 def _normalised_matrix(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> np.ndarray:
     """The embeddings as one float32 matrix, rows L2-normalised, in ``keys`` order.
 
-    DuckDB hands an ARRAY column to numpy as one small array per row; fetched all at once
-    they fragment the heap by the size of the whole matrix, which stays in the process's RSS.
-    Fetching by key range into a preallocated matrix keeps that transient to one batch.
+    Read in storage order, which is key order (keys only grow, and a changed chunk is a new
+    row), so DuckDB streams the column without sorting a gigabyte; if some writer left them
+    otherwise, they are read again sorted.
     """
     if len(keys) == 0:
         return np.zeros((0, 0), dtype=np.float32)
     dimension = chunk_table.embedding_dimension(connection) or 0
     matrix = np.empty((len(keys), dimension), dtype=np.float32)
-    for start in range(0, len(keys), _LOAD_BATCH):
-        batch = keys[start : start + _LOAD_BATCH]
-        rows = connection.execute(
-            "SELECT embedding FROM chunks WHERE key BETWEEN $1 AND $2 ORDER BY key",
-            [int(batch[0]), int(batch[-1])],
-        ).fetchnumpy()["embedding"]
-        matrix[start : start + len(batch)] = np.stack(rows)
+    with _small_buffer_pool(connection):
+        if not _fill_matrix(connection, "SELECT key, embedding FROM chunks", keys, matrix):
+            _fill_matrix(connection, "SELECT key, embedding FROM chunks ORDER BY key", keys, matrix)
     norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]
     matrix /= np.where(norms == 0, 1.0, norms)
     return matrix
+
+
+def _fill_matrix(
+    connection: duckdb.DuckDBPyConnection, query: str, keys: np.ndarray, matrix: np.ndarray
+) -> bool:
+    """Copy ``query``'s embeddings into ``matrix``; False if its keys are not ``keys``."""
+    start = 0
+    for batch in numpy_batches(connection.sql(query)):
+        end = start + len(batch["key"])
+        if not np.array_equal(batch["key"], keys[start:end]):
+            return False
+        matrix[start:end] = batch["embedding"]
+        start = end
+    return start == len(keys)
+
+
+@contextmanager
+def _small_buffer_pool(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Hold DuckDB's buffer pool small for a scan whose data the snapshot copies anyway."""
+    limit = scalar(connection, "SELECT current_setting('memory_limit')")
+    connection.execute(f"SET memory_limit = '{_SCAN_MEMORY_LIMIT}'")
+    try:
+        yield
+    finally:
+        connection.execute("SET memory_limit = $1", [limit])
 
 
 def _release_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
     """Let DuckDB hand back the blocks it cached while the snapshot was read.
 
     The snapshot now holds that data itself; DuckDB would otherwise keep the scanned blocks
-    and the sort's memory (about twice the snapshot) until memory pressure. Shrinking the limit
-    for a moment evicts them; the user's limit is then put back.
+    and the sort's memory (about twice the snapshot) until memory pressure.
     """
-    limit = connection.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    connection.execute("SET memory_limit = '32MB'")
-    connection.execute("SET memory_limit = $1", [limit])
+    with _small_buffer_pool(connection):
+        pass
 
 
 def _load_postings(
-    connection: duckdb.DuckDBPyConnection, lengths: np.ndarray, k1: float, b: float
+    connection: duckdb.DuckDBPyConnection,
+    keys: np.ndarray,
+    lengths: np.ndarray,
+    k1: float,
+    b: float,
 ) -> _Postings:
-    # DuckDB groups and sorts the postings by term (in parallel, ~3x faster than doing it in
-    # numpy); both statements order terms the same way, so df[i] counts term i's postings.
-    # The sort key is the term's rank, an integer, not the string; DuckDB also computes the
-    # BM25 term-frequency part and hands over int32 rows and float32 weights (8 bytes a
-    # posting). Together: 100k chunks load with a 0.6 GB peak instead of 1.0 GB.
-    vocabulary_table = connection.execute(
-        f"SELECT term, count(*) AS df, {bm25_idf_sql('count(*)', '$1')} AS idf"
-        " FROM postings GROUP BY term ORDER BY term",
-        [float(len(lengths))],
-    ).fetchnumpy()
+    """The inverted index: DuckDB sorts the postings by term id (an integer: a second for 40
+    million) and streams them into the result's arrays (8 bytes a posting); nothing else is
+    held whole. The stream keeps the connection busy, so the weights are computed after it."""
+    layout = postings.Layout.of(connection)
+    vocabulary = postings.vocabulary(connection, layout)
+    offsets = np.concatenate([[0], np.cumsum(vocabulary.document_frequency, dtype=np.int64)])
+    rows = np.empty(offsets[-1], dtype=np.int32)
+    weights = np.empty(offsets[-1], dtype=np.float32)
     average_length = float(lengths.mean()) if len(lengths) else 1.0
-    weight = bm25_weight_sql("p.tf", "c.token_count", "$3", "$1", "$2")
-    postings_table = connection.execute(
-        "SELECT CAST(c.row AS INTEGER) AS row,"
-        f" CAST({weight} AS FLOAT) AS weight"
-        " FROM postings p JOIN (SELECT key, token_count,"
-        " row_number() OVER (ORDER BY key) - 1 AS row FROM chunks) c USING (key)"
-        " JOIN (SELECT term, row_number() OVER (ORDER BY term) AS term_id"
-        " FROM (SELECT DISTINCT term FROM postings)) v USING (term) ORDER BY v.term_id",
-        [k1, b, average_length or 1.0],
-    ).fetchnumpy()
-    terms = vocabulary_table["term"].tolist()
-    document_frequency = np.asarray(vocabulary_table["df"], dtype=np.float64)
-    offsets = np.concatenate([[0], np.cumsum(document_frequency, dtype=np.int64)])
-    idf = np.asarray(vocabulary_table["idf"], dtype=np.float64)
-    vocabulary = {term: index for index, term in enumerate(terms)}
-    return _Postings(
-        vocabulary,
-        offsets,
-        np.asarray(postings_table["row"], dtype=np.int32),
-        np.asarray(postings_table["weight"], dtype=np.float32),
-        idf,
-    )
+    row_of = _row_finder(keys)
+    start = 0
+    for batch in postings.in_term_order(connection, layout):
+        end = start + len(batch["key"])
+        rows[start:end] = row_of(batch["key"])
+        weights[start:end] = batch["tf"]  # exact as float32; weighed once the stream is read
+        start = end
+    for start in range(0, len(weights), _WEIGH_BATCH):
+        span = slice(start, start + _WEIGH_BATCH)
+        weights[span] = _bm25_weights(
+            connection, weights[span], lengths[rows[span]], average_length, k1, b
+        )
+    idf = _bm25_idf(connection, vocabulary.document_frequency, len(keys))
+    term_ids = {term: index for index, term in enumerate(vocabulary.terms)}
+    return _Postings(term_ids, offsets, rows, weights, idf)
+
+
+def _row_finder(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Maps keys (each in ``keys``) to their rows.
+
+    Postings come grouped by term, so their keys jump about: a binary search each took 6.6 s
+    for 40 million against 0.2 s for a lookup table. Keys only grow, so the table spans the
+    keys ever written; when rewrites have made that much wider than the index, search.
+    """
+    first = int(keys[0]) if len(keys) else 0
+    span = int(keys[-1]) - first + 1 if len(keys) else 0
+    if span > KEY_TABLE_MAX_SPAN * len(keys):
+        return lambda wanted: np.searchsorted(keys, wanted)
+    table = np.zeros(span, dtype=np.int32)
+    table[keys - first] = np.arange(len(keys), dtype=np.int32)
+    return lambda wanted: table[wanted - first]
+
+
+def _bm25_weights(
+    connection: duckdb.DuckDBPyConnection,
+    tf: np.ndarray,
+    lengths: np.ndarray,
+    average_length: float,
+    k1: float,
+    b: float,
+) -> np.ndarray:
+    # The formula is evaluated by DuckDB, as on the SQL path, so both rank alike.
+    weight = bm25_weight_sql("tf", "length", "$3", "$1", "$2")
+    with registered(connection, "batch_postings", {"tf": tf, "length": lengths}):
+        return connection.execute(
+            f"SELECT CAST({weight} AS FLOAT) AS w FROM batch_postings",
+            [k1, b, average_length or 1.0],
+        ).fetchnumpy()["w"]
+
+
+def _bm25_idf(
+    connection: duckdb.DuckDBPyConnection, document_frequency: np.ndarray, documents: int
+) -> np.ndarray:
+    with registered(connection, "term_frequencies", {"df": document_frequency}):
+        return np.asarray(
+            connection.execute(
+                f"SELECT {bm25_idf_sql('df', '$1')} AS idf FROM term_frequencies",
+                [float(documents)],
+            ).fetchnumpy()["idf"],
+            dtype=np.float64,
+        )
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

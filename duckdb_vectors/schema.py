@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import duckdb
 
-from . import chunk_table
-from .db import scalar
+from . import chunk_table, postings
+from .db import has_table, scalar
 from .errors import NotAnIndexError
 
 
@@ -63,20 +63,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "postings and manifest", _initial_schema),
     Migration(2, "documents: one row per indexed file", _documents_table),
     Migration(3, "chunks exists from the start", _chunks_table, readable_without=True),
+    Migration(4, "postings by term id", postings.create, readable_without=True),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 UPGRADE_COMMAND = "duckdb-vectors upgrade --db"  # brings a file up to this version
-
-
-def has_table(connection: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(
-        scalar(
-            connection,
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
-            " AND schema_name = 'main' AND table_name = ?",
-            [name],
-        )
-    )
 
 
 def applied_version(connection: duckdb.DuckDBPyConnection) -> int:

@@ -7,13 +7,13 @@ load: right for a one-shot process); ``memory_index.MemoryIndex`` answers from a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import duckdb
 import numpy as np
 
-from . import chunk_table
+from . import chunk_table, postings
 from .config import FusionSettings
 from .db import first_line, registered
 from .errors import InvalidRankingSQLError, NotAnIndexError
@@ -197,6 +197,10 @@ class SqlSearcher:
     dimension: int
     bm25_k1: float = BM25_K1
     bm25_b: float = BM25_B
+    layout: postings.Layout = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.layout = postings.Layout.of(self.connection)
 
     def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking:
         condition, parameters = scope.condition(parameter_offset=2)
@@ -220,15 +224,17 @@ class SqlSearcher:
             WITH statistics AS (
                 SELECT count(*)::DOUBLE AS documents, avg(token_count) AS average_length
                 FROM chunks),
+            term_postings AS (
+                SELECT * FROM {self.layout.by_term()}
+                WHERE term IN (SELECT unnest($1::VARCHAR[]))),
             frequencies AS (
-                SELECT term, count(*)::DOUBLE AS df FROM postings
-                WHERE term IN (SELECT unnest($1::VARCHAR[])) GROUP BY term),
+                SELECT term, count(*)::DOUBLE AS df FROM term_postings GROUP BY term),
             scored AS (
                 SELECT p.key,
                     sum({bm25_idf_sql("f.df", "s.documents")}
                         * {bm25_weight_sql("p.tf", "c.token_count", "s.average_length", "$2", "$3")}
                     ) AS score
-                FROM postings p
+                FROM term_postings p
                 JOIN frequencies f USING (term)
                 JOIN chunks c USING (key)
                 CROSS JOIN statistics s
@@ -244,7 +250,7 @@ class SqlSearcher:
         wanted = list(dict.fromkeys(terms))
         condition, parameters = scope.condition(parameter_offset=2)
         found = self.connection.execute(
-            "SELECT p.key FROM postings p JOIN chunks c USING (key)"
+            f"SELECT p.key FROM {self.layout.by_term()} p JOIN chunks c USING (key)"
             f" WHERE p.term IN (SELECT unnest($1::VARCHAR[])) AND {condition}"
             " GROUP BY p.key HAVING count(DISTINCT p.term) = $2 ORDER BY p.key",
             [wanted, len(wanted), *parameters],

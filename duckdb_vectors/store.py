@@ -453,7 +453,10 @@ class VectorStore:
             return None
         if not self.settings.memory_index:
             return SqlSearcher(self._connection, self._dimension())
-        self._memory = MemoryIndex.load(self._connection)
+        try:
+            self._memory = MemoryIndex.load(self._connection)
+        except duckdb.Error as error:  # a file damaged where no query had read yet
+            raise NotAnIndexError(f"{self.db_path} cannot be read: {first_line(error)}") from None
         return self._memory
 
     def _apply(

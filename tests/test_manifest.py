@@ -120,27 +120,49 @@ def test_migrations_are_recorded_once(db_path: Path) -> None:
         assert versions == [(migration.version,) for migration in MIGRATIONS]
 
 
+def with_postings_by_term_string(connection: duckdb.DuckDBPyConnection) -> None:
+    """What schemas 1-3 stored: ``postings(term, key, tf)`` and no ``terms`` table."""
+    connection.execute(
+        "CREATE TABLE by_string AS SELECT t.term, p.key, p.tf"
+        " FROM postings p JOIN terms t USING (term_id)"
+    )
+    connection.execute("DROP TABLE postings")
+    connection.execute("DROP TABLE terms")
+    connection.execute("ALTER TABLE by_string RENAME TO postings")
+
+
 def as_written_by_version_2(db_path: Path, *, written: bool = True) -> None:
-    """Make an index file what version 2 of the schema left: the same tables, but ``chunks``
-    only once something was written (version 3 creates it up front)."""
+    """Make an index file what version 2 of the schema left: postings by term string, and
+    ``chunks`` only once something was written (version 3 creates it up front)."""
     with duckdb.connect(str(db_path)) as connection:
         connection.execute("DELETE FROM schema_migrations WHERE version > 2")
+        with_postings_by_term_string(connection)
         if not written:
             connection.execute("DROP TABLE chunks")
             connection.execute("DELETE FROM manifest")
 
 
+@pytest.mark.parametrize("memory_index", [True, False])
 def test_an_index_of_schema_version_2_is_searched_read_only_without_migrating(
-    db_path: Path,
+    db_path: Path, memory_index: bool
 ) -> None:
-    build(db_path, ["apples are red", "the sky is blue"]).close()
-    as_written_by_version_2(db_path)
+    texts = ["apples are red", "the sky is blue", "the sea is blue too"]
+    build(db_path, texts).close()
     with VectorStore(db_path, read_only=True, model_path=STATIC_MODEL) as store:
+        current = store.query("blue sky", top_k=3)
+    as_written_by_version_2(db_path)
+    with VectorStore(
+        db_path, read_only=True, model_path=STATIC_MODEL, memory_index=memory_index
+    ) as store:
+        found = store.query("blue sky", top_k=3)
+        assert [hit.chunk.text for hit in found] == [hit.chunk.text for hit in current]
+        assert [hit.score for hit in found] == pytest.approx([hit.score for hit in current])
         assert store.query_text("sky", top_k=1)[0].chunk.text == "the sky is blue"
-        assert store.count() == 2
+        assert store.count() == 3
     with VectorStore(db_path, model_path=STATIC_MODEL) as store:  # read-write: migrated
         store.add_texts(["grass is green"])
-        assert store.count() == 3
+        assert store.count() == 4
+        assert store.query_text("green", top_k=1)[0].chunk.text == "grass is green"
     with duckdb.connect(str(db_path), read_only=True) as connection:
         assert connection.execute("SELECT max(version) FROM schema_migrations").fetchall() == [
             (SCHEMA_VERSION,)
@@ -191,6 +213,7 @@ def test_a_schema_version_1_index_is_refused_read_only_with_the_command_that_mig
     with duckdb.connect(str(db_path)) as connection:  # what version 1 left: no documents table
         connection.execute("DELETE FROM schema_migrations WHERE version > 1")
         connection.execute("DROP TABLE documents")
+        with_postings_by_term_string(connection)
     with pytest.raises(NotAnIndexError, match=r"schema version is 1, .*duckdb-vectors upgrade"):
         VectorStore(db_path, read_only=True)
     VectorStore(db_path, model_path=STATIC_MODEL).close()  # read-write: migrated

@@ -7,16 +7,16 @@ import hashlib
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import duckdb
 import exact_v1_tokenizer
+import numpy as np
 import pytest
 
-from duckdb_vectors import IndexMismatchError, VectorStore
+from duckdb_vectors import IndexMismatchError, VectorStore, postings
 from duckdb_vectors.chunk_table import retokenize
-from duckdb_vectors.db import Transaction
+from duckdb_vectors.db import Transaction, column, registered
 from duckdb_vectors.manifest import read_manifest, write_manifest
 from duckdb_vectors.rows import titled_text
 from duckdb_vectors.tokenizer import TOKENIZER_NAME
@@ -48,7 +48,8 @@ def build_as_exact_v1(path: Path) -> None:
     build(path)
     connection = duckdb.connect(str(path))
     with Transaction(connection):
-        connection.execute("DELETE FROM postings")
+        postings.clear(connection)
+        keys, joined_tokens = [], []
         for key, title, text in connection.execute(
             "SELECT key, title, text FROM chunks"
         ).fetchall():
@@ -56,10 +57,11 @@ def build_as_exact_v1(path: Path) -> None:
             connection.execute(
                 "UPDATE chunks SET token_count = ? WHERE key = ?", [len(tokens), key]
             )
-            connection.executemany(
-                "INSERT INTO postings VALUES (?, ?, ?)",
-                [[term, key, count] for term, count in Counter(tokens).items()],
-            )
+            keys.append(key)
+            joined_tokens.append(" ".join(tokens))
+        old = {"key": np.asarray(keys, dtype=np.int64), "tokens": column(joined_tokens)}
+        with registered(connection, "exact_v1_tokens", old):
+            postings.insert(connection, "exact_v1_tokens")
         manifest = read_manifest(connection)
         assert manifest is not None
         write_manifest(connection, manifest.model_copy(update={"tokenizer": "exact-v1"}))
@@ -69,12 +71,13 @@ def build_as_exact_v1(path: Path) -> None:
 def lexical_index(path: Path) -> tuple[set[tuple[str, str, int]], set[tuple[str, int]]]:
     """Postings as (term, chunk id, tf) and token counts as (chunk id, count)."""
     connection = duckdb.connect(str(path), read_only=True)
-    postings = connection.execute(
-        "SELECT term, chunk_id, tf FROM postings JOIN chunks USING (key)"
+    by_term = postings.Layout.of(connection).by_term()
+    found = connection.execute(
+        f"SELECT term, chunk_id, tf FROM {by_term} JOIN chunks USING (key)"
     ).fetchall()
     counts = connection.execute("SELECT chunk_id, token_count FROM chunks").fetchall()
     connection.close()
-    return set(postings), set(counts)
+    return set(found), set(counts)
 
 
 def sha256(path: Path) -> str:
@@ -98,10 +101,10 @@ def fresh_lexical_index(tmp_path: Path) -> tuple[set[tuple[str, str, int]], set[
 def test_the_simulated_old_index_differs_where_exact_v2_splits_anew(
     old_index: Path, fresh_lexical_index: tuple
 ) -> None:
-    postings, counts = lexical_index(old_index)
-    assert ("데이터베이스를", "aide", 1) in postings
-    assert not any(term == "데이터베이스" for term, _, _ in postings)
-    assert postings != fresh_lexical_index[0] and counts != fresh_lexical_index[1]
+    old_postings, counts = lexical_index(old_index)
+    assert ("데이터베이스를", "aide", 1) in old_postings
+    assert not any(term == "데이터베이스" for term, _, _ in old_postings)
+    assert old_postings != fresh_lexical_index[0] and counts != fresh_lexical_index[1]
 
 
 def test_a_read_only_open_is_refused_with_the_command_that_re_tokenizes(old_index: Path) -> None:

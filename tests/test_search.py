@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
 
-from duckdb_vectors import FusionSettings, InvalidRankingSQLError, VectorStore
+from duckdb_vectors import FusionSettings, InvalidRankingSQLError, VectorStore, memory_index
 from duckdb_vectors.memory_index import MemoryIndex
 from duckdb_vectors.search import BM25_B, BM25_K1, Ranking, Scope, SqlSearcher, fuse
 from duckdb_vectors.tokenizer import tokenize
@@ -237,9 +237,9 @@ def test_sql_and_memory_paths_give_the_same_results_through_the_store(db_path: P
             metadatas=[{"n": i, "tags": ["a"]} if i % 2 else {} for i in range(len(documents))],
         )
     answers = []
-    for memory_index in (True, False):
+    for in_memory in (True, False):
         with VectorStore(
-            db_path, model_path=STATIC_MODEL, read_only=True, memory_index=memory_index
+            db_path, model_path=STATIC_MODEL, read_only=True, memory_index=in_memory
         ) as store:
             answers.append(
                 [
@@ -309,3 +309,38 @@ def test_the_readme_ranking_sql_examples(store: VectorStore) -> None:
     ranked = [hit.chunk.chunk_id for hit in recent_first]
     assert ranked.index("new-en") < ranked.index("old-en")
     assert recent_first[-1].chunk.chunk_id == "old-en"  # six years old: decayed to the bottom
+
+
+@pytest.mark.parametrize("resident_rows", [True, False])
+@pytest.mark.parametrize("key_table", [True, False])
+def test_a_snapshot_ranks_like_sql_whatever_order_keys_and_rows_are_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident_rows: bool, key_table: bool
+) -> None:
+    """Chunks rewritten (their keys now sparse) and tables stored out of key and term order,
+    as another writer could leave them; rows held or read per query; keys mapped by table or
+    by search: the in-memory snapshot still answers exactly as SQL does."""
+    monkeypatch.setattr(memory_index, "RESIDENT_ROWS_LIMIT", 10_000 if resident_rows else 0)
+    monkeypatch.setattr(memory_index, "KEY_TABLE_MAX_SPAN", 8 if key_table else 0)
+    documents = scifact_documents(120)
+    store = VectorStore(tmp_path / "x.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL)
+    ids = [d["_id"] for d in documents]
+    for edition in range(3):  # every rewrite gives the rewritten chunks new keys
+        texts = [
+            d["text"] + (f" edition {edition}" if i % 2 else "") for i, d in enumerate(documents)
+        ]
+        store.add_texts(texts, ids=ids, titles=[d["title"] for d in documents])
+    for table, order in (("chunks", "key DESC"), ("postings", "key DESC, term_id")):
+        store.connection.execute(f"CREATE TABLE shuffled AS FROM {table} ORDER BY {order}")
+        store.connection.execute(f"DROP TABLE {table}")
+        store.connection.execute(f"ALTER TABLE shuffled RENAME TO {table}")
+    memory, sql = searchers(store)
+    assert (memory.rows is not None) == resident_rows
+    for query in QUERIES:
+        vector = store.embedder.embed_query([query])[0]
+        for rank, argument in (("vector_ranking", vector), ("lexical_ranking", tokenize(query))):
+            from_memory = getattr(memory, rank)(argument, 10, Scope())
+            from_sql = getattr(sql, rank)(argument, 10, Scope())
+            assert list(from_memory.keys) == list(from_sql.keys), (query, rank)
+            assert np.allclose(from_memory.scores, from_sql.scores, rtol=1e-4, atol=1e-5)
+            assert memory.chunks(from_memory.keys) == sql.chunks(from_sql.keys)
+    store.close()
