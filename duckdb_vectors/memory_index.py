@@ -28,7 +28,7 @@ from .search import (
     Ranking,
     Scope,
     bm25_idf_sql,
-    bm25_weight_sql,
+    bm25_weight,
 )
 
 # Above this many chunks the rows returned with results are read from DuckDB per query (about
@@ -37,11 +37,9 @@ from .search import (
 RESIDENT_ROWS_LIMIT = 250_000
 # DuckDB's buffer pool while vectors are streamed: the scanned blocks are not kept twice.
 _SCAN_MEMORY_LIMIT = "64MB"
-# Postings map keys to rows through a table as wide as the keys' span, up to this many times
+# Postings map keys to rows through a table as wide as the largest key, up to this many times
 # the number of chunks (4 bytes each); wider, by binary search.
 KEY_TABLE_MAX_SPAN = 8
-# Postings weighed per DuckDB statement: bounds the temporaries to a few tens of MB.
-_WEIGH_BATCH = 4_194_304
 _SAMPLE_STRIDE = 8  # one score in eight bounds the top-k threshold from below
 
 
@@ -253,30 +251,54 @@ def _load_postings(
     k1: float,
     b: float,
 ) -> _Postings:
-    """The inverted index: DuckDB sorts the postings by term id (an integer: a second for 40
-    million) and streams them into the result's arrays (8 bytes a posting); nothing else is
-    held whole. The stream keeps the connection busy, so the weights are computed after it."""
+    """The inverted index (8 bytes a posting), read in storage order.
+
+    Postings are stored mostly in term order (``postings.compact_if_unordered``): a batch in
+    order is put in place as it is, one out of order is sorted by term first (milliseconds), so
+    nothing the size of the table is sorted or held twice; DuckDB sorting 40 million postings
+    took longer than this whole load.
+    """
     layout = postings.Layout.of(connection)
     vocabulary = postings.vocabulary(connection, layout)
     offsets = np.concatenate([[0], np.cumsum(vocabulary.document_frequency, dtype=np.int64)])
+    slot_of_id = np.zeros(int(vocabulary.term_ids.max(initial=-1)) + 1, dtype=np.int64)
+    slot_of_id[vocabulary.term_ids] = np.arange(len(vocabulary.term_ids))
+    next_free = offsets[:-1].copy()
     rows = np.empty(offsets[-1], dtype=np.int32)
     weights = np.empty(offsets[-1], dtype=np.float32)
-    average_length = float(lengths.mean()) if len(lengths) else 1.0
     row_of = _row_finder(keys)
-    start = 0
-    for batch in postings.in_term_order(connection, layout):
-        end = start + len(batch["key"])
-        rows[start:end] = row_of(batch["key"])
-        weights[start:end] = batch["tf"]  # exact as float32; weighed once the stream is read
-        start = end
-    for start in range(0, len(weights), _WEIGH_BATCH):
-        span = slice(start, start + _WEIGH_BATCH)
-        weights[span] = _bm25_weights(
-            connection, weights[span], lengths[rows[span]], average_length, k1, b
-        )
+    lengths32 = lengths.astype(np.float32)
+    average_length = float(lengths.mean()) if len(lengths) else 1.0
+    for batch in postings.in_storage_order(connection, layout):
+        term_ids, batch_keys, tf = batch["term_id"], batch["key"], batch["tf"]
+        if np.any(term_ids[1:] < term_ids[:-1]):
+            order = np.argsort(term_ids, kind="stable")
+            term_ids, batch_keys, tf = term_ids[order], batch_keys[order], tf[order]
+        batch_rows = row_of(batch_keys)
+        place = _claim_positions(term_ids, slot_of_id, next_free)
+        rows[place] = batch_rows
+        weights[place] = bm25_weight(tf, lengths32[batch_rows], average_length, k1, b)
     idf = _bm25_idf(connection, vocabulary.document_frequency, len(keys))
-    term_ids = {term: index for index, term in enumerate(vocabulary.terms)}
-    return _Postings(term_ids, offsets, rows, weights, idf)
+    term_slots = {term: slot for slot, term in enumerate(vocabulary.terms)}
+    return _Postings(term_slots, offsets, rows, weights, idf)
+
+
+def _claim_positions(
+    term_ids: np.ndarray, slot_of_id: np.ndarray, next_free: np.ndarray
+) -> slice | np.ndarray:
+    """Where postings of ``term_ids`` (sorted) go: after those of the same term placed before;
+    a slice when the places are consecutive (every batch of a table stored in term order).
+    Only the runs of one term are looked up: a sorted batch has a few dozen."""
+    if len(term_ids) == 0:
+        return slice(0, 0)
+    starts = np.flatnonzero(np.concatenate([[True], term_ids[1:] != term_ids[:-1]]))
+    run_lengths = np.diff(np.append(starts, len(term_ids)))
+    run_slots = slot_of_id[term_ids[starts]]
+    run_places = next_free[run_slots]
+    next_free[run_slots] += run_lengths
+    if np.array_equal(run_places[1:], run_places[:-1] + run_lengths[:-1]):
+        return slice(int(run_places[0]), int(run_places[0]) + len(term_ids))
+    return np.repeat(run_places - starts, run_lengths) + np.arange(len(term_ids))
 
 
 def _row_finder(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
@@ -286,30 +308,12 @@ def _row_finder(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     for 40 million against 0.2 s for a lookup table. Keys only grow, so the table spans the
     keys ever written; when rewrites have made that much wider than the index, search.
     """
-    first = int(keys[0]) if len(keys) else 0
-    span = int(keys[-1]) - first + 1 if len(keys) else 0
+    span = int(keys[-1]) + 1 if len(keys) else 0
     if span > KEY_TABLE_MAX_SPAN * len(keys):
         return lambda wanted: np.searchsorted(keys, wanted)
     table = np.zeros(span, dtype=np.int32)
-    table[keys - first] = np.arange(len(keys), dtype=np.int32)
-    return lambda wanted: table[wanted - first]
-
-
-def _bm25_weights(
-    connection: duckdb.DuckDBPyConnection,
-    tf: np.ndarray,
-    lengths: np.ndarray,
-    average_length: float,
-    k1: float,
-    b: float,
-) -> np.ndarray:
-    # The formula is evaluated by DuckDB, as on the SQL path, so both rank alike.
-    weight = bm25_weight_sql("tf", "length", "$3", "$1", "$2")
-    with registered(connection, "batch_postings", {"tf": tf, "length": lengths}):
-        return connection.execute(
-            f"SELECT CAST({weight} AS FLOAT) AS w FROM batch_postings",
-            [k1, b, average_length or 1.0],
-        ).fetchnumpy()["w"]
+    table[keys] = np.arange(len(keys), dtype=np.int32)
+    return table.take
 
 
 def _bm25_idf(

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from . import chunk_table, compatibility, documents, inputs, remote, slices, writes
+from . import chunk_table, compatibility, documents, inputs, postings, remote, slices, writes
 from .config import FusionSettings, Settings
 from .db import Transaction, connect, first_line, is_open, objects_typed_by_first_value
 from .embedders import Embedder, get_embedder
@@ -554,6 +554,7 @@ class VectorStore:
             try:
                 with objects_typed_by_first_value(self._connection), Transaction(self._connection):
                     yield
+                    postings.compact_if_unordered(self._connection)
                     self._refresh_manifest()
             except BaseException:
                 self._memory = None

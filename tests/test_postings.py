@@ -1,0 +1,56 @@
+"""How the BM25 postings are stored: by term id, in term order after large writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from conftest import DEFAULT_BACKEND, STATIC_MODEL
+
+from duckdb_vectors import VectorStore
+from duckdb_vectors.memory_index import MemoryIndex
+from duckdb_vectors.search import Scope, SqlSearcher
+from duckdb_vectors.tokenizer import tokenize
+
+TEXTS = [
+    f"note {i}: the {'red' if i % 3 else 'blue'} fox number {i} jumps {i % 7} times"
+    for i in range(400)
+]
+
+
+def stored_term_ids(store: VectorStore) -> np.ndarray:
+    return store.connection.sql("SELECT term_id FROM postings").fetchnumpy()["term_id"]
+
+
+def in_term_order(term_ids: np.ndarray) -> bool:
+    return bool(np.all(term_ids[1:] >= term_ids[:-1]))
+
+
+def test_postings_are_rewritten_in_term_order_only_after_large_writes(tmp_path: Path) -> None:
+    with VectorStore(tmp_path / "x.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(TEXTS[:300])
+        ordered = stored_term_ids(store)
+        assert in_term_order(ordered)
+        store.add_texts(TEXTS[300:310])  # a few appended: left after the ordered ones
+        appended = stored_term_ids(store)
+        assert not in_term_order(appended)
+        assert np.array_equal(appended[: len(ordered)], ordered)
+        store.add_texts(TEXTS[310:])  # then more than an eighth out of order: rewritten
+        assert in_term_order(stored_term_ids(store))
+        terms_in_use = store.connection.sql(
+            "SELECT count(*) FROM terms WHERE term_id IN (SELECT term_id FROM postings)"
+        ).fetchall()[0][0]
+        assert store.connection.sql("SELECT count(*) FROM terms").fetchall()[0][0] == terms_in_use
+
+
+def test_an_index_with_appended_postings_loads_and_ranks_like_sql(tmp_path: Path) -> None:
+    with VectorStore(tmp_path / "x.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(TEXTS[:300])
+        store.add_texts(TEXTS[300:320])
+        store.delete_vectors([store.list_vectors(limit=5).vectors[i].chunk_id for i in range(5)])
+        memory, sql = MemoryIndex.load(store.connection), SqlSearcher(store.connection, 256)
+        for query in ("red fox", "blue 7 times", "number 305", "jumps"):
+            from_memory = memory.lexical_ranking(tokenize(query), 20, Scope())
+            from_sql = sql.lexical_ranking(tokenize(query), 20, Scope())
+            assert list(from_memory.keys) == list(from_sql.keys), query
+            assert np.allclose(from_memory.scores, from_sql.scores, rtol=1e-5)
