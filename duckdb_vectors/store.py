@@ -554,8 +554,11 @@ class VectorStore:
             try:
                 with objects_typed_by_first_value(self._connection), Transaction(self._connection):
                     yield
-                    postings.compact_if_unordered(self._connection)
                     self._refresh_manifest()
+                # A reordering, not a change, so it may follow the commit, where it does not
+                # add to the write's memory (inside, it added 1.8 GB at a million chunks).
+                with Transaction(self._connection):
+                    postings.compact_if_unordered(self._connection)
             except BaseException:
                 self._memory = None
                 self.manifest = read_manifest(self._connection)
