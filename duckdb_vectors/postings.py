@@ -20,8 +20,6 @@ import numpy as np
 
 from .db import first_row, has_table, numpy_batches
 
-_NEW_POSTINGS = "new_postings"
-
 
 @dataclass(frozen=True)
 class Layout:
@@ -75,26 +73,23 @@ def create(connection: duckdb.DuckDBPyConnection) -> None:
 
 def insert(connection: duckdb.DuckDBPyConnection, table: str) -> None:
     """Count the postings of ``table``'s rows from their ``key`` and space-joined ``tokens``;
-    terms not seen before get the next ids."""
+    terms not seen before get the next ids.
+
+    The tokens are split twice rather than kept in a temporary table between the two
+    statements: DuckDB holds every batch's temporary data until the write commits (0.8 GB more
+    at a million chunks).
+    """
+    tokens = f"(SELECT key, unnest(string_split(tokens, ' ')) AS term FROM {table})"
     connection.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_NEW_POSTINGS} AS"
-        " SELECT term, key, CAST(count(*) AS INTEGER) AS tf FROM"
-        f" (SELECT key, unnest(string_split(tokens, ' ')) AS term FROM {table})"
-        " WHERE term <> '' GROUP BY key, term"
+        "INSERT INTO terms SELECT (SELECT coalesce(max(term_id), 0) FROM terms)"
+        " + CAST(row_number() OVER (ORDER BY term) AS INTEGER), term"
+        f" FROM (SELECT DISTINCT term FROM {tokens} WHERE term <> '') n"
+        " WHERE NOT EXISTS (SELECT 1 FROM terms t WHERE t.term = n.term)"
     )
-    try:
-        connection.execute(
-            "INSERT INTO terms SELECT (SELECT coalesce(max(term_id), 0) FROM terms)"
-            " + CAST(row_number() OVER (ORDER BY term) AS INTEGER), term"
-            f" FROM (SELECT DISTINCT term FROM {_NEW_POSTINGS}) n"
-            " WHERE NOT EXISTS (SELECT 1 FROM terms t WHERE t.term = n.term)"
-        )
-        connection.execute(
-            "INSERT INTO postings SELECT t.term_id, n.key, n.tf"
-            f" FROM {_NEW_POSTINGS} n JOIN terms t USING (term)"
-        )
-    finally:
-        connection.execute(f"DROP TABLE IF EXISTS {_NEW_POSTINGS}")
+    connection.execute(
+        "INSERT INTO postings SELECT t.term_id, n.key, CAST(count(*) AS INTEGER)"
+        f" FROM {tokens} n JOIN terms t USING (term) GROUP BY t.term_id, n.key"
+    )
 
 
 def delete_keys(connection: duckdb.DuckDBPyConnection, keys: list[int]) -> None:
