@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import weakref
 from pathlib import Path
 
 import duckdb
@@ -18,7 +20,7 @@ from duckdb_vectors import (
     SearchResult,
     VectorStore,
 )
-from duckdb_vectors.db import threads_reserved
+from duckdb_vectors.db import Transaction, column, registered, threads_reserved
 from duckdb_vectors.embedders.hashing import HashingEmbedder
 from duckdb_vectors.writes import WRITE_BATCH
 
@@ -491,3 +493,20 @@ def test_an_existing_file_is_never_removed(db_path: Path) -> None:
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL):
         pass
     assert db_path.is_file()
+
+
+def test_a_written_batch_is_not_held_until_the_commit(tmp_path: Path) -> None:
+    """DuckDB keeps registered objects referenced until the transaction ends; the batch's
+    vectors and texts must not be, or a million-chunk index run holds them all at once."""
+    connection = duckdb.connect(str(tmp_path / "x.duckdb"))
+    connection.execute("CREATE TABLE t (v FLOAT[4])")
+    vectors = [np.arange(4, dtype=np.float32) + i for i in range(3)]
+    alive = [weakref.ref(vector) for vector in vectors]
+    with Transaction(connection):
+        with registered(connection, "batch", {"v": column(vectors)}):
+            connection.execute("INSERT INTO t SELECT CAST(v AS FLOAT[4]) FROM batch")
+        del vectors
+        gc.collect()
+        assert [ref() for ref in alive] == [None, None, None]
+    assert connection.execute("SELECT count(*) FROM t").fetchall() == [(3,)]
+    connection.close()
