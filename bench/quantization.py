@@ -170,14 +170,21 @@ def recall(matrix: np.ndarray, queries: np.ndarray, found: list[np.ndarray], k: 
 
 
 def latencies(rankers: dict[str, Ranker], queries: np.ndarray, k: int) -> dict[str, dict]:
-    """p50/p95 ms of each ranker, the rankers taking turns query by query."""
+    """p50/p95 ms of each ranker, the rankers taking turns query by query.
+
+    The turn order is shuffled for every query: BLAS threads keep spinning for a while after
+    a product, which on two cores slows whichever ranker runs next (in a fixed or rotated
+    order, always the same one).
+    """
     for ranker in rankers.values():
         ranker(queries[0], k)  # warm up
-    samples: dict[str, list[float]] = {name: [] for name in rankers}
+    names = list(rankers)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    shuffler = np.random.default_rng(k)
     for query in queries:
-        for name, ranker in rankers.items():
+        for name in shuffler.permutation(names).tolist():
             started = time.perf_counter()
-            ranker(query, k)
+            rankers[name](query, k)
             samples[name].append((time.perf_counter() - started) * 1000)
     return {
         name: {"p50_ms": float(np.median(times)), "p95_ms": float(np.percentile(times, 95))}

@@ -97,8 +97,9 @@ class Int8Vectors:
         kernel: a name in ``KERNELS``; the fastest available by default. Every kernel returns
             the same scores.
 
-    Memory: the codes (rows x dimension bytes) and one float32 per row; a query adds one
-    float32 score per row it ranks and a fixed-size block, never a rows x dimension array.
+    Memory: the codes (rows x dimension bytes) and one float32 per row. A query adds a
+    float32 score per row it ranks and at most one block (a subset's gathered codes, 65,536
+    rows at most), never a rows x dimension array.
     """
 
     def __init__(self, codes: np.ndarray, kernel: str | None = None) -> None:
