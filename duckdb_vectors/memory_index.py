@@ -31,8 +31,8 @@ from .search import (
     bm25_weight,
 )
 
-# Above this many chunks the rows returned with results are read from DuckDB per query (about
-# a millisecond for ten, where a large index's vector scan takes tens) instead of being held:
+# Above this many chunks the rows returned with results are read from DuckDB per query (8-10 ms
+# for ten at a million chunks, where the vector scan takes 50-200) instead of being held:
 # at a million chunks holding them took 1.6 s of the load and a few hundred MB.
 RESIDENT_ROWS_LIMIT = 250_000
 # DuckDB's buffer pool while vectors are streamed: the scanned blocks are not kept twice.
@@ -87,7 +87,7 @@ class MemoryIndex:
         core = connection.sql("SELECT key, token_count FROM chunks ORDER BY key").fetchnumpy()
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
-        # Postings first: their sort's memory is handed back before the matrix is allocated.
+        # Postings first: DuckDB's cached blocks of them are handed back before the matrix.
         inverted = _load_postings(connection, keys, lengths, k1, b)
         _release_cached_blocks(connection)
         matrix = _normalised_matrix(connection, keys)
@@ -238,7 +238,7 @@ def _release_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
     """Let DuckDB hand back the blocks it cached while the snapshot was read.
 
     The snapshot now holds that data itself; DuckDB would otherwise keep the scanned blocks
-    and the sort's memory (about twice the snapshot) until memory pressure.
+    until memory pressure.
     """
     with _small_buffer_pool(connection):
         pass
