@@ -149,6 +149,37 @@ def threads_reserved(connection: duckdb.DuckDBPyConnection, reserved: int) -> It
                     cursor.execute(f"SET threads = {threads}")
 
 
+# How DuckDB shows its memory limit (``current_setting('memory_limit')``): "953.6 MiB".
+_BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
+
+
+@contextmanager
+def memory_limited(connection: duckdb.DuckDBPyConnection, limit_bytes: int) -> Iterator[None]:
+    """Hold DuckDB's memory limit (a setting of the database instance) at ``limit_bytes`` at
+    most for a moment, then restore it; a lower limit stays (DuckDB takes 80% of the memory it
+    sees, a container's included). Above the limit DuckDB evicts cached blocks and spills."""
+    previous = scalar(connection, "SELECT current_setting('memory_limit')")
+    number, unit = previous.split()
+    if float(number) * _BINARY_UNITS[unit] <= limit_bytes:
+        yield
+        return
+    connection.execute(f"SET memory_limit = '{limit_bytes}B'")
+    try:
+        yield
+    finally:
+        # After the transaction it guarded: an aborted one refuses SET until its ROLLBACK.
+        with suppress(duckdb.Error):
+            _restore_memory_limit(connection, previous)
+
+
+def _restore_memory_limit(connection: duckdb.DuckDBPyConnection, shown: str) -> None:
+    """Back to the limit DuckDB showed as ``shown``: its default exactly (the string is
+    rounded, and setting it back would lower the limit a little each time), else ``shown``."""
+    connection.execute("RESET memory_limit")
+    if scalar(connection, "SELECT current_setting('memory_limit')") != shown:
+        connection.execute("SET memory_limit = $1", [shown])
+
+
 def _database_key(connection: duckdb.DuckDBPyConnection) -> str:
     row = first_row(
         connection, "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"

@@ -10,8 +10,8 @@ rebuilt after this process writes to the index.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 
 from . import chunk_table, postings
-from .db import numpy_batches, registered, scalar
+from .db import memory_limited, numpy_batches, registered
 from .models import Chunk
 from .search import (
     BM25_B,
@@ -36,7 +36,7 @@ from .search import (
 # at a million chunks holding them took 1.6 s of the load and a few hundred MB.
 RESIDENT_ROWS_LIMIT = 250_000
 # DuckDB's buffer pool while vectors are streamed: the scanned blocks are not kept twice.
-_SCAN_MEMORY_LIMIT = "64MB"
+_SCAN_MEMORY_LIMIT = 64 << 20
 # Postings map keys to rows through a table as wide as the largest key, up to this many times
 # the number of chunks (4 bytes each); wider, by binary search.
 KEY_TABLE_MAX_SPAN = 8
@@ -223,15 +223,9 @@ def _fill_matrix(
     return start == len(keys)
 
 
-@contextmanager
-def _small_buffer_pool(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
+def _small_buffer_pool(connection: duckdb.DuckDBPyConnection) -> AbstractContextManager[None]:
     """Hold DuckDB's buffer pool small for a scan whose data the snapshot copies anyway."""
-    limit = scalar(connection, "SELECT current_setting('memory_limit')")
-    connection.execute(f"SET memory_limit = '{_SCAN_MEMORY_LIMIT}'")
-    try:
-        yield
-    finally:
-        connection.execute("SET memory_limit = $1", [limit])
+    return memory_limited(connection, _SCAN_MEMORY_LIMIT)
 
 
 def _release_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:

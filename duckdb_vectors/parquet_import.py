@@ -29,6 +29,11 @@ from .store import VectorStore
 # per-batch statements are noise and small enough to bound memory.
 READ_BATCH = 16_384
 
+# One thread: DuckDB decodes a whole row group per thread (Spark writes them 128 MB and up), and
+# reading ahead on a second one only fills memory while the index's writes set the pace. Measured
+# reading a 1M-row file alone: 757 MB peak against 1,276 MB, and no slower.
+READER_CONFIG = {"threads": 1}
+
 # Each column a row may carry: whether it is required, and the DuckDB types accepted for it.
 _TEXT_TYPES = ("VARCHAR",)
 COLUMNS: dict[str, tuple[bool, tuple[str, ...]]] = {
@@ -77,7 +82,7 @@ def index_parquet(
     stamp = datetime.now(UTC)
     summary = ParquetSummary(parquet=pattern)
     _require_pyarrow()
-    with duckdb.connect(":memory:") as reader:
+    with duckdb.connect(":memory:", config=READER_CONFIG) as reader:
         files = _matching_files(reader, pattern)
         summary.files = len(files)
         columns = _checked_columns(reader, files)

@@ -21,11 +21,13 @@ import time
 from pathlib import Path
 
 import anyio
+import duckdb
+import numpy as np
 import pytest
 from conftest import DEFAULT_BACKEND, EVALDATA, SCRIPT, STATIC_MODEL, start_killed_run
 from mcp import Client, StdioServerParameters
 
-from duckdb_vectors import DuckDBVectorsError, VectorStore, index_folder
+from duckdb_vectors import DuckDBVectorsError, VectorStore, index_folder, index_parquet
 
 pytestmark = pytest.mark.slow
 
@@ -120,6 +122,88 @@ def test_kill_9_midway_keeps_the_old_index_and_the_next_run_completes_it(
         after = state(resumed)
     with open_store(corpus["full"], read_only=True) as fresh:
         assert after == state(fresh)
+
+
+PUBLISHING_RUN = """
+import sys
+from pathlib import Path
+from duckdb_vectors import VectorStore, db, index_parquet
+index, parquet, marker = sys.argv[1:4]
+commit = db.Transaction.__exit__
+def signalling_commit(self, exc_type, *rest):  # the run's write is done: it publishes now
+    if exc_type is None and not Path(marker).exists():
+        Path(marker).write_text("publishing")
+    commit(self, exc_type, *rest)
+db.Transaction.__exit__ = signalling_commit
+with VectorStore(index, "hashing:256") as store:
+    index_parquet(store, parquet)
+"""
+
+
+def write_rows(path: Path, count: int, offset: int = 0) -> Path:
+    """``count`` rows as an embedding job would write them (256 floats each), by DuckDB."""
+    with duckdb.connect() as connection:
+        connection.execute("SET enable_progress_bar = false")
+        connection.execute(
+            f"COPY (SELECT 'chunk-' || i AS chunk_id, 'text number ' || i || ' about topic '"
+            f" || (i % 97) AS text, list_transform(range(256), lambda d: sin(i * 7 + d)::FLOAT)"
+            f" AS embedding FROM range({offset}, {offset + count}) AS t(i))"
+            f" TO '{path}' (FORMAT parquet)"
+        )
+    return path
+
+
+def parquet_state(path: Path) -> tuple[int, str | None, tuple[str, ...], tuple[str, ...]]:
+    with VectorStore(path, "hashing:256", read_only=True) as store:
+        by_text = tuple(hit.chunk.chunk_id for hit in store.query_text("topic 42", top_k=3))
+        vector = np.sin(np.arange(256, dtype=np.float32) + 7 * 5)
+        by_vector = tuple(hit.chunk.chunk_id for hit in store.query_vectors(vector, top_k=3))
+        return store.count(), store.manifest.content_hash, by_text, by_vector
+
+
+@pytest.fixture(scope="module")
+def publishing(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A baseline index, Parquet rows to add to it, and the index a whole run leaves."""
+    root = tmp_path_factory.mktemp("publishing")
+    baseline, published = root / "baseline.duckdb", root / "published.duckdb"
+    with VectorStore(baseline, "hashing:256") as store:
+        index_parquet(store, write_rows(root / "first.parquet", 2_000))
+    rows = write_rows(root / "more.parquet", 20_000, offset=1_000)
+    shutil.copyfile(baseline, published)
+    with VectorStore(published, "hashing:256") as store:
+        index_parquet(store, rows)
+    return {"baseline": baseline, "published": published, "rows": rows}
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.2, 1.0])
+def test_kill_9_while_a_parquet_run_publishes_leaves_one_whole_index(
+    publishing: dict[str, Path], tmp_path: Path, delay: float
+) -> None:
+    """Killed as its write commits (and checkpoints, and compacts the postings), a run leaves
+    the index it started from or the one it finished: never half of one. (Measured: the
+    commit of these rows takes about half a second, so the early kills land inside it.)"""
+    outcomes = {
+        parquet_state(publishing["baseline"]): "previous",
+        parquet_state(publishing["published"]): "published",
+    }
+    killed, marker = tmp_path / "killed.duckdb", tmp_path / "publishing"
+    shutil.copyfile(publishing["baseline"], killed)
+    rows = str(publishing["rows"])
+    process = subprocess.Popen(
+        [sys.executable, "-c", PUBLISHING_RUN, str(killed), rows, str(marker)]
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert marker.exists(), "the run never reached its commit"
+    time.sleep(delay)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+
+    assert parquet_state(killed) in outcomes
+    with VectorStore(killed, "hashing:256") as store:
+        index_parquet(store, rows)  # run again, it completes whatever the kill left
+    assert outcomes[parquet_state(killed)] == "published"
 
 
 async def mcp_reader(

@@ -510,3 +510,20 @@ def test_a_written_batch_is_not_held_until_the_commit(tmp_path: Path) -> None:
         assert [ref() for ref in alive] == [None, None, None]
     assert connection.execute("SELECT count(*) FROM t").fetchall() == [(3,)]
     connection.close()
+
+
+def memory_limit(store: VectorStore) -> str:
+    return store.connection.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+
+def test_a_write_holds_duckdb_to_512_mb_and_gives_the_limit_back(tmp_path: Path) -> None:
+    """DuckDB caches a write's new blocks up to 80% of RAM; a million-chunk run grew to 3 GB."""
+    with VectorStore(tmp_path / "x.duckdb", "hashing:64") as store:
+        before = memory_limit(store)
+        with store.transaction():
+            store.add_texts(["one chunk"], ids=["a"])
+            assert memory_limit(store) == "512.0 MiB"
+        assert memory_limit(store) == before
+        store.connection.execute("SET memory_limit = '400MB'")  # a small container's
+        with store.transaction():
+            assert memory_limit(store) == "381.4 MiB"
