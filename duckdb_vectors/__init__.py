@@ -1,6 +1,10 @@
 """duckdb-vectors: one DuckDB file is one index; hybrid retrieval with no server."""
 
-from .chunkers import register_chunker
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .citations import UrlRule
 from .config import FusionSettings, Settings
 from .embedders import Embedder, EmbedderSpec, available_embedders, get_embedder, register_embedder
@@ -16,11 +20,34 @@ from .errors import (
     ReadOnlyError,
     SliceError,
 )
-from .indexer import IndexSummary, index_folder
 from .manifest import Manifest
 from .models import Chunk, IndexReport, SearchResult, SearchResults, VectorPage
-from .parquet_import import ParquetSummary, index_parquet
 from .store import VectorStore, WriteStats
+
+if TYPE_CHECKING:
+    from .chunkers import register_chunker
+    from .indexer import IndexSummary, index_folder
+    from .parquet_import import ParquetSummary, index_parquet
+
+# Indexing needs the chunkers and their parsers (0.4-0.7 s of imports): they load on first use,
+# so a process that only searches (a one-shot ``duckdb-vectors search``) does not pay for them.
+_LAZY = {
+    "register_chunker": "chunkers",
+    "IndexSummary": "indexer",
+    "index_folder": "indexer",
+    "ParquetSummary": "parquet_import",
+    "index_parquet": "parquet_import",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Chunk",

@@ -21,12 +21,16 @@ from loguru import logger
 
 from . import remote, slices
 from .citations import URL_STYLES, UrlRule, UrlStyle
-from .config import DEFAULT_BASE_IMAGE, DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, Settings
+from .config import (
+    DEFAULT_BASE_IMAGE,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MCP_HOST,
+    DEFAULT_MCP_PORT,
+    Settings,
+)
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError, SliceError
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
-from .indexer import DEFAULT_MAX_FILE_BYTES, index_folder
-from .parquet_import import index_parquet
 from .rendering import (
     MIN_MAX_TOKENS,
     SearchOutput,
@@ -240,6 +244,8 @@ def index(
             raise click.UsageError("--set applies to a FOLDER; put metadata in the Parquet rows")
         _index_parquet(from_parquet, db_path, backend, model_path, source_prefix, as_json)
         return
+    from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
+
     with VectorStore(db_path, backend, model_path=model_path, read_only=False) as store:
         summary = index_folder(
             store,
@@ -268,6 +274,8 @@ def _index_parquet(
     source_prefix: str | None,
     as_json: bool,
 ) -> None:
+    from .parquet_import import index_parquet
+
     with VectorStore(db_path, backend, model_path=model_path, read_only=False) as store:
         if store.manifest is None and backend is None:
             raise click.UsageError(

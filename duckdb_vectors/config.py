@@ -15,6 +15,7 @@ DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 DEFAULT_BASE_IMAGE = "python:3.12-slim"  # what `bake` builds the runtime image on
 DEFAULT_MCP_HOST = "127.0.0.1"  # `mcp --transport http` binds to localhost unless told
 DEFAULT_MCP_PORT = 8000
+DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as `index --max-file-size` counts them
 
 
 class FusionSettings(BaseSettings):

@@ -32,13 +32,12 @@ from .chunkers import (
     default_chunker,
 )
 from .citations import UrlRule
+from .config import DEFAULT_MAX_FILE_BYTES
 from .errors import DuckDBVectorsError
 from .models import Chunk
 from .progress import StatusLine
 from .selection import FileSelection
 from .store import VectorStore, WriteStats
-
-DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as --max-file-size counts them
 
 logger = logging.getLogger(__name__)
 

@@ -46,11 +46,17 @@ class Layout:
             terms, f"(SELECT t.term_id, p.key, p.tf FROM postings p JOIN {terms} t USING (term))"
         )
 
-    def by_term(self) -> str:
-        """``(term, key, tf)``: what a lexical query filters by term."""
+    def of_terms(self, terms: str) -> str:
+        """``(term_id, key, tf)`` of the terms in ``terms``, a SQL list (e.g. ``$1::VARCHAR[]``).
+
+        The terms' ids are looked up first and the postings filtered by id: stored in term
+        order, DuckDB then reads only their row groups. Joining all postings to their terms and
+        filtering by the term string read all of them (0.6-0.9 s of a query at a million
+        chunks, against 0.05 s).
+        """
         return (
-            f"(SELECT t.term, p.key, p.tf FROM {self.postings} p"
-            f" JOIN {self.terms} t USING (term_id))"
+            f"(SELECT term_id, key, tf FROM {self.postings} WHERE term_id IN"
+            f" (SELECT term_id FROM {self.terms} WHERE term IN (SELECT unnest({terms}))))"
         )
 
 

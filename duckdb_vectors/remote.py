@@ -23,22 +23,25 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import filelock
-import httpx
 
 from .db import connect
 from .errors import DuckDBVectorsError, NotAnIndexError
 from .manifest import read_manifest
 from .schema import check_readable
 
+if TYPE_CHECKING:
+    import httpx
+
 log = logging.getLogger(__name__)
 
 URL_SCHEMES = ("http://", "https://")
 DEFAULT_MAX_AGE = 2 * 86400.0  # seconds: a published index is re-checked every two days
 LOCK_TIMEOUT = 600.0  # seconds another process's download may hold the lock
-HTTP_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+HTTP_TIMEOUT = 30.0  # seconds a read may stall
+CONNECT_TIMEOUT = 10.0
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", re.IGNORECASE)
 
@@ -125,6 +128,8 @@ def pull(url: str, cache_dir: Path | None, max_age: float = DEFAULT_MAX_AGE) -> 
         return PullResult(copy, "cached")
     path, sidecar, lock = cache_paths(url, cache_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import filelock  # imported late, as httpx is in _refresh
+
     with filelock.FileLock(lock, timeout=LOCK_TIMEOUT):
         copy = cached_copy(url, cache_dir)  # another process may have refreshed it meanwhile
         if copy is not None and _fresh(copy, max_age):
@@ -166,6 +171,10 @@ def _now() -> str:
 def _refresh(url: str, copy: CachedCopy | None, path: Path) -> tuple[CachedCopy, str]:
     """Ask the server for ``url`` (conditionally, when there is a copy); download and validate
     a changed index. Any failure is a RemoteIndexError, and leaves the copy as it was."""
+    # Imported here: httpx costs ~0.15 s of imports, which a search of a local file (a
+    # one-shot CLI process) would pay for nothing.
+    import httpx
+
     address, _, fragment = url.partition("#")
     headers = {}
     if copy is not None and copy.etag:
@@ -174,7 +183,11 @@ def _refresh(url: str, copy: CachedCopy | None, path: Path) -> tuple[CachedCopy,
         headers["If-Modified-Since"] = copy.last_modified
     try:
         with httpx.stream(
-            "GET", address, headers=headers, timeout=HTTP_TIMEOUT, follow_redirects=True
+            "GET",
+            address,
+            headers=headers,
+            timeout=httpx.Timeout(HTTP_TIMEOUT, connect=CONNECT_TIMEOUT),
+            follow_redirects=True,
         ) as response:
             if response.status_code == 304 and copy is not None:
                 copy.checked_at = _now()

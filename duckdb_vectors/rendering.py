@@ -13,16 +13,18 @@ from pydantic import BaseModel, Field
 
 from .budget import TRUNCATION_MARKER, estimate_tokens, fit
 from .citations import document_uri, url_of
-from .evaluation import ModeReport
-from .indexer import IndexSummary
 from .models import IndexReport, SearchResult
-from .parquet_import import ParquetSummary
 from .remote import describe_age
 from .search import MATCH_FELL_BACK
 
-if TYPE_CHECKING:  # the container modules import the Docker SDK: not needed to search
+# Only their types are needed here: the container modules import the Docker SDK, and the
+# indexer the chunkers, none of which a search needs.
+if TYPE_CHECKING:
     from .container.bake import BakeSummary
     from .container.labels import ImageManifest
+    from .evaluation import ModeReport
+    from .indexer import IndexSummary
+    from .parquet_import import ParquetSummary
 
 SNIPPET_CHARS = 240
 # A hit cut to fit max_tokens is kept only if at least this much of its text fits.

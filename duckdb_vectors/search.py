@@ -234,18 +234,16 @@ class SqlSearcher:
             WITH statistics AS (
                 SELECT count(*)::DOUBLE AS documents, avg(token_count) AS average_length
                 FROM chunks),
-            term_postings AS (
-                SELECT * FROM {self.layout.by_term()}
-                WHERE term IN (SELECT unnest($1::VARCHAR[]))),
+            term_postings AS (SELECT * FROM {self.layout.of_terms("$1::VARCHAR[]")}),
             frequencies AS (
-                SELECT term, count(*)::DOUBLE AS df FROM term_postings GROUP BY term),
+                SELECT term_id, count(*)::DOUBLE AS df FROM term_postings GROUP BY term_id),
             scored AS (
                 SELECT p.key,
                     sum({bm25_idf_sql("f.df", "s.documents")}
                         * {bm25_weight_sql("p.tf", "c.token_count", "s.average_length", "$2", "$3")}
                     ) AS score
                 FROM term_postings p
-                JOIN frequencies f USING (term)
+                JOIN frequencies f USING (term_id)
                 JOIN chunks c USING (key)
                 CROSS JOIN statistics s
                 WHERE {condition}
@@ -260,9 +258,9 @@ class SqlSearcher:
         wanted = list(dict.fromkeys(terms))
         condition, parameters = scope.condition(parameter_offset=2)
         found = self.connection.execute(
-            f"SELECT p.key FROM {self.layout.by_term()} p JOIN chunks c USING (key)"
-            f" WHERE p.term IN (SELECT unnest($1::VARCHAR[])) AND {condition}"
-            " GROUP BY p.key HAVING count(DISTINCT p.term) = $2 ORDER BY p.key",
+            f"SELECT p.key FROM {self.layout.of_terms('$1::VARCHAR[]')} p"
+            f" JOIN chunks c USING (key) WHERE {condition}"
+            " GROUP BY p.key HAVING count(DISTINCT p.term_id) = $2 ORDER BY p.key",
             [wanted, len(wanted), *parameters],
         ).fetchnumpy()["key"]
         return np.asarray(found, dtype=np.int64)

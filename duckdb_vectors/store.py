@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,10 +163,18 @@ class VectorStore:
                 leftover.unlink(missing_ok=True)
 
     def warm_up(self) -> None:
-        """Load the model and the in-memory index now, so the first query does not wait."""
-        self._checked_embedder().warm_up()
-        with self._lock:
-            self._searcher()
+        """Load the model and the in-memory index now, so the first query does not wait.
+
+        The model loads in a thread while the index loads here: the index load spends most of
+        its time in DuckDB and numpy, which let other Python threads run. A model that cannot
+        load raises its error here, once the index is loaded.
+        """
+        self.embedder  # noqa: B018 - built here: the thread must not wait for the lock held below
+        with ThreadPoolExecutor(1, thread_name_prefix="model-load") as model_load:
+            loaded = model_load.submit(lambda: self._checked_embedder().warm_up())
+            with self._lock:
+                self._searcher()
+            loaded.result()
 
     @property
     def embedder(self) -> Embedder:

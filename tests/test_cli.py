@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -309,6 +310,59 @@ def test_a_locked_index_is_a_clear_error(indexed: Path) -> None:
     assert result.returncode == 1
     assert "is locked: another process (PID" in result.stderr
     assert "has it open for writing" in result.stderr
+
+
+# What indexing, publishing, serving and baking need: a search never imports it.
+NOT_FOR_SEARCH = (
+    "duckdb_vectors.chunkers",
+    "duckdb_vectors.indexer",
+    "duckdb_vectors.parquet_import",
+    "duckdb_vectors.evaluation",
+    "duckdb_vectors.mcp_server",
+    "duckdb_vectors.container",
+    "mcp",
+    "docker",
+    "docutils",
+)
+# What the model needs (fastembed brings httpx with the hub client): not a text-only search.
+MODEL_MODULES = ("fastembed", "onnxruntime", "httpx", "filelock")
+MODULES_AFTER = """
+import json, sys
+from duckdb_vectors.cli import main
+sys.argv = ["duckdb-vectors", *sys.argv[1:]]
+main()
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def modules_after_search(*arguments: str) -> set[str]:
+    """The modules a one-shot ``search`` process has imported by the time it answered."""
+    environment = {**os.environ, "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL)}
+    result = subprocess.run(
+        [sys.executable, "-c", MODULES_AFTER, "search", *arguments],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Retries" in result.stdout
+    return set(json.loads(result.stderr.strip().splitlines()[-1]))
+
+
+def imported(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    """The modules of ``packages`` (each a package or module name) among ``modules``."""
+    return sorted(m for m in modules if any(m == p or m.startswith(f"{p}.") for p in packages))
+
+
+def test_a_search_imports_only_what_searching_needs(indexed: Path) -> None:
+    """A one-shot search pays for its imports on every run: the indexer's chunkers, the HTTP
+    client, the MCP server and the Docker SDK stay out, and a text-only search loads no model."""
+    text_only = modules_after_search("retries", "--db", str(indexed), "--text-only")
+    assert imported(text_only, NOT_FOR_SEARCH + MODEL_MODULES) == []
+    hybrid = modules_after_search("retries", "--db", str(indexed))
+    assert "fastembed" in hybrid  # the check sees what a search really imported
+    assert imported(hybrid, NOT_FOR_SEARCH) == []
 
 
 def test_files_are_reported_once_and_never_onto_the_progress_bar(tmp_path: Path) -> None:

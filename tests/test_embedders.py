@@ -34,6 +34,14 @@ def test_default_static_model_from_a_local_directory() -> None:
     assert embedder.fingerprint() == fingerprint_directory(STATIC_MODEL)
 
 
+def test_a_static_models_table_is_memory_mapped_not_read() -> None:
+    """A reader holds only the rows its queries touch (potion-multilingual's table: ~0.5 GB)."""
+    embedder = get_embedder(DEFAULT_BACKEND, model_path=STATIC_MODEL)
+    query = embedder.embed_query(["memory mapped"])
+    assert isinstance(embedder._loaded().model.embeddings, np.memmap)
+    assert query.shape == (1, 256) and np.isclose(np.linalg.norm(query), 1.0)
+
+
 def test_onnx_transformer_through_fastembed_and_hf_backends_agree() -> None:
     texts = ["how do I reset my password", "steps to recover a forgotten password", "banana bread"]
     by_fastembed = get_embedder(

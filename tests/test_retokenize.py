@@ -71,9 +71,10 @@ def build_as_exact_v1(path: Path) -> None:
 def lexical_index(path: Path) -> tuple[set[tuple[str, str, int]], set[tuple[str, int]]]:
     """Postings as (term, chunk id, tf) and token counts as (chunk id, count)."""
     connection = duckdb.connect(str(path), read_only=True)
-    by_term = postings.Layout.of(connection).by_term()
+    layout = postings.Layout.of(connection)
     found = connection.execute(
-        f"SELECT term, chunk_id, tf FROM {by_term} JOIN chunks USING (key)"
+        f"SELECT term, chunk_id, tf FROM {layout.postings} JOIN {layout.terms} USING (term_id)"
+        " JOIN chunks USING (key)"
     ).fetchall()
     counts = connection.execute("SELECT chunk_id, token_count FROM chunks").fetchall()
     connection.close()

@@ -15,6 +15,7 @@ from conftest import DEFAULT_BACKEND, INTRO_TEXTS, STATIC_MODEL
 from duckdb_vectors import (
     Chunk,
     DuckDBVectorsError,
+    EmbedderError,
     NotAnIndexError,
     ReadOnlyError,
     SearchResult,
@@ -527,3 +528,21 @@ def test_a_write_holds_duckdb_to_512_mb_and_gives_the_limit_back(tmp_path: Path)
         store.connection.execute("SET memory_limit = '400MB'")  # a small container's
         with store.transaction():
             assert memory_limit(store) == "381.4 MiB"
+
+
+def test_warm_up_loads_the_index_and_raises_a_model_that_cannot_load(
+    filled_store: VectorStore, tmp_path: Path
+) -> None:
+    """The model loads in a thread beside the index: its error still reaches the caller, as
+    one line, and the index it loaded meanwhile answers what needs no model."""
+    filled_store.close()
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    with VectorStore(filled_store.db_path, read_only=True, model_path=empty) as reader:
+        with pytest.raises(EmbedderError, match="does not hold the model files") as raised:
+            reader.warm_up()
+        assert "\n" not in str(raised.value)
+        assert reader.query_text("E1234", 1)[0].chunk.chunk_id == "doc:2"
+    with VectorStore(filled_store.db_path, read_only=True, model_path=STATIC_MODEL) as reader:
+        reader.warm_up()
+        assert reader.query(INTRO_TEXTS[5], 1, hybrid=False)[0].chunk.chunk_id == "doc:5"
