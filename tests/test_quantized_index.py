@@ -49,7 +49,7 @@ def recall(found: list[list[str]], exact: list[list[str]]) -> float:
 
 @pytest.fixture(scope="module")
 def docs_indexes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """~2,600 chunks of the DuckDB docs, as a float32 index and the same index quantized."""
+    """~2,000 chunks of the DuckDB docs, as a float32 index and the same index quantized."""
     root = tmp_path_factory.mktemp("quantized")
     docs = root / "docs"
     for folder in ("sql", "guides", "data"):
