@@ -118,7 +118,7 @@ def measure(path: Path, store: VectorStore, queries: list[str], repeat: int) -> 
     started = time.perf_counter()
     reader.warm_up()
     results["memory_index_load_s"] = time.perf_counter() - started
-    matrix = reader._memory.matrix  # the same normalised float32 matrix numpy gets
+    matrix = reader._memory.vectors.matrix  # the same normalised float32 matrix numpy gets
 
     def numpy_top(i: int) -> object:
         scores = matrix @ query_vectors[i % len(query_vectors)]

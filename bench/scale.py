@@ -15,7 +15,9 @@ process (``measured`` in parquet_import.py); repeats alternate and medians are r
 - warm p50/p95 of vector-only and hybrid queries (query vectors given, so embedding is
   excluded), and a reader's RSS after ``warm_up`` against the vector and text bytes it holds;
 - one-shot ``duckdb-vectors search``, process start to exit, model included;
-- int8 recall@10 and latency, once the store has a ``quantize`` option.
+- int8 (the index converted with ``quantize="int8"`` last): recall@10 against the float32
+  top 10, warm latency with int8 and float32 snapshots taking turns query by query, the vector
+  bytes held and the reader's RSS, and the conversion's time and peak RSS.
 
     python bench/scale.py --sizes 100000 1000000 --label before \\
         --parquet /work/bench-data/1m.parquet --peers-python /tmp/scale-peers-venv/bin/python
@@ -151,27 +153,74 @@ def quantize_supported() -> bool:
 
 
 @worker
-def int8_reader(db: str, truth: str) -> dict[str, Any]:
-    """Recall@10 of int8 vector search against the float32 top 10 (``truth``), and latency."""
-    from query_latency import timed
-
+def int8_convert(db: str) -> dict[str, Any]:
+    """Quantize an existing index in place (``VectorStore(db, quantize="int8")``), closed."""
     from duckdb_vectors import VectorStore
 
+    started = time.perf_counter()
+    VectorStore(db, quantize="int8", read_only=False).close()
+    return {"seconds": time.perf_counter() - started}
+
+
+@worker
+def int8_reader(db: str, truth: str) -> dict[str, Any]:
+    """A quantized index read-only (int8, as its manifest says): warm-up, RSS, the vector bytes
+    held, recall@10 against the float32 top 10 (``truth``), and latency side by side with a
+    float32 snapshot of the same file, the two taking turns query by query."""
+    from duckdb_vectors import VectorStore
+    from duckdb_vectors.memory_index import MemoryIndex
+
     exact = json.loads(Path(truth).read_text())
-    _, vectors = query_set(len(exact))
-    store = VectorStore(db, read_only=True, model_path=MODEL, quantize="int8")
+    texts, vectors = query_set(len(exact))
+    store = VectorStore(db, read_only=True, model_path=MODEL)
     started = time.perf_counter()
     store.warm_up()
+    quantized = store._memory
     result: dict[str, Any] = {
+        "quantization": store.quantization,
         "warm_up_s": time.perf_counter() - started,
         "rss_after_warm_up_mb": rss_mb(),
+        "vector_bytes": quantized.vectors.nbytes,
     }
     found = [[hit.chunk.chunk_id for hit in store.query_vectors(v, TOP_K)] for v in vectors]
     result["recall_at_10"] = statistics.fmean(
         len(set(a) & set(b)) / TOP_K for a, b in zip(found, exact, strict=True)
     )
-    result["vector"] = timed(lambda i: store.query_vectors(vectors[i], TOP_K), len(vectors))
+    float32 = MemoryIndex.load(store.connection)  # the same rows, vectors as float32
+    result["float32_vector_bytes"] = float32.vectors.nbytes
+    snapshots = {"int8": quantized, "float32": float32}
+    for kind, query in (
+        ("vector", lambda i: store.query_vectors(vectors[i], TOP_K)),
+        ("hybrid", lambda i: store.query(texts[i], TOP_K, vector=vectors[i])),
+    ):
+        result[kind] = taking_turns(store, snapshots, query, len(vectors))
     store.close()
+    return result
+
+
+def taking_turns(
+    store: Any, snapshots: dict[str, Any], query: Callable[[int], object], count: int
+) -> dict[str, Any]:
+    """p50 and p95 of ``query`` answered from each snapshot, the snapshots alternating query
+    by query (a shared machine's load falls on both alike), and the ratio of the medians."""
+    samples: dict[str, list[float]] = {name: [] for name in snapshots}
+    for i in range(count + 5):
+        for name, snapshot in snapshots.items():
+            store._memory = snapshot
+            started = time.perf_counter()
+            query(i % count)
+            if i >= 5:  # the first rounds warm caches
+                samples[name].append((time.perf_counter() - started) * 1000)
+    result: dict[str, Any] = {}
+    for name, times in samples.items():
+        times.sort()
+        result[name] = {
+            "p50_ms": statistics.median(times),
+            "p95_ms": times[min(len(times) - 1, int(len(times) * 0.95))],
+            "n": len(times),
+        }
+    first, second = samples
+    result["p50_ratio"] = result[first]["p50_ms"] / result[second]["p50_ms"]
     return result
 
 
@@ -462,7 +511,8 @@ def int8(db: Path, exact: list[list[str]], workdir: Path) -> dict[str, Any]:
         return {"supported": False, "note": NO_QUANTIZE}
     truth = workdir / "vector-top-ids.json"
     truth.write_text(json.dumps(exact))
-    return {"supported": True} | run_worker("int8_reader", db, truth)
+    converted = run_worker("int8_convert", db)
+    return {"supported": True, "convert": converted} | run_worker("int8_reader", db, truth)
 
 
 def measure_size(size: int, workdir: Path, arguments: argparse.Namespace) -> dict[str, Any]:
@@ -566,11 +616,30 @@ def table(runs: list[dict[str, Any]]) -> str:
         ),
     )
     row(
-        "int8 recall@10; vector p50 ms",
+        "int8: recall@10 vs float32 (random vectors)",
+        lambda r: f"{r['int8']['recall_at_10']:.3f}" if r["int8"]["supported"] else "—",
+    )
+    for kind in ("vector", "hybrid"):
+        row(
+            f"int8 / float32 warm {kind} p50 ms (ratio), taking turns",
+            lambda r, k=kind: (
+                f"{r['int8'][k]['int8']['p50_ms']:.1f} / {r['int8'][k]['float32']['p50_ms']:.1f}"
+                f" ({r['int8'][k]['p50_ratio']:.2f}x)"
+            ),
+        )
+    row(
+        "int8 / float32 vectors held MB; reader RSS after warm_up MB",
         lambda r: (
-            f"{r['int8']['recall_at_10']:.3f}; {r['int8']['vector']['p50_ms']:.1f}"
-            if r["int8"]["supported"]
-            else "not supported"
+            f"{r['int8']['vector_bytes'] / 2**20:,.0f} /"
+            f" {r['int8']['float32_vector_bytes'] / 2**20:,.0f};"
+            f" {r['int8']['rss_after_warm_up_mb']:,.0f}"
+            f" (float32: {r['reader']['rss_after_warm_up_mb']:,.0f})"
+        ),
+    )
+    row(
+        "quantize an existing index s (peak RSS MB)",
+        lambda r: (
+            f"{r['int8']['convert']['seconds']:.1f} ({r['int8']['convert']['peak_rss_mb']:,.0f})"
         ),
     )
     row("index file MB", lambda r: f"{r['file_mb']:,.0f}")

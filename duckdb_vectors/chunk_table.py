@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from . import postings
+from . import postings, vector_codes
 from .db import column, first_row, registered, scalar
 from .models import Chunk
 from .rows import embedding_text, titled_text
@@ -244,11 +244,12 @@ def restamp_sources(
 
 
 def delete_keys(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> None:
-    """Delete chunks and their postings by row key."""
+    """Delete chunks, their postings and their int8 codes by row key."""
     if len(keys) == 0:
         return
     key_list = [int(key) for key in keys]
     postings.delete_keys(connection, key_list)
+    vector_codes.delete_keys(connection, key_list)
     connection.execute("DELETE FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))", [key_list])
 
 

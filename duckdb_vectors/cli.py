@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
 from loguru import logger
@@ -31,6 +31,7 @@ from .config import (
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError, SliceError
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
+from .manifest import Quantization
 from .rendering import (
     MIN_MAX_TOKENS,
     SearchOutput,
@@ -160,6 +161,17 @@ def max_tokens_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
+def quantize_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--quantize, for the verbs that write an index (index, upgrade)."""
+    return click.option(
+        "--quantize",
+        type=click.Choice(get_args(Quantization)),
+        help="Also store int8 codes of the vectors and search those (a quarter of the memory),"
+        " rescoring the best exactly; an index without them is converted. Recorded in the"
+        " index [env DUCKDB_VECTORS_QUANTIZE; default: what the index records].",
+    )(command)
+
+
 def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--db, --backend, --model-path and --json, shared by the verbs that open an index."""
     return db_option(model_options(json_option(command)))
@@ -186,6 +198,7 @@ Examples:
   duckdb-vectors index ./skills --db agent.duckdb --source-prefix skills/ --include '*.md'
   duckdb-vectors index ./docs-v2 --db docs.duckdb --set version=2.0   # sources under 2.0/
   duckdb-vectors index --from-parquet 'out/part-*.parquet' --db docs.duckdb --backend hashing:256
+  duckdb-vectors index ./docs --db docs.duckdb --quantize int8   # int8 vectors in memory
 """
 )
 @click.argument("folder", type=click.Path(path_type=Path), required=False)
@@ -196,6 +209,7 @@ Examples:
     " position, metadata) instead of a FOLDER; a new index needs --backend.",
 )
 @store_options
+@quantize_option
 @click.option("--recursive/--no-recursive", default=True, show_default=True)
 @click.option(
     "--include",
@@ -226,6 +240,7 @@ def index(
     backend: str | None,
     model_path: Path | None,
     as_json: bool,
+    quantize: Quantization | None,
     recursive: bool,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
@@ -242,11 +257,13 @@ def index(
     if from_parquet is not None:
         if metadata:
             raise click.UsageError("--set applies to a FOLDER; put metadata in the Parquet rows")
-        _index_parquet(from_parquet, db_path, backend, model_path, source_prefix, as_json)
+        _index_parquet(from_parquet, db_path, backend, model_path, quantize, source_prefix, as_json)
         return
     from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
 
-    with VectorStore(db_path, backend, model_path=model_path, read_only=False) as store:
+    with VectorStore(
+        db_path, backend, model_path=model_path, quantize=quantize, read_only=False
+    ) as store:
         summary = index_folder(
             store,
             folder,
@@ -271,12 +288,15 @@ def _index_parquet(
     db_path: Path | None,
     backend: str | None,
     model_path: Path | None,
+    quantize: Quantization | None,
     source_prefix: str | None,
     as_json: bool,
 ) -> None:
     from .parquet_import import index_parquet
 
-    with VectorStore(db_path, backend, model_path=model_path, read_only=False) as store:
+    with VectorStore(
+        db_path, backend, model_path=model_path, quantize=quantize, read_only=False
+    ) as store:
         if store.manifest is None and backend is None:
             raise click.UsageError(
                 f"{store.db_path} is a new index: pass --backend naming the model that made"
@@ -332,17 +352,23 @@ def pull(url: str, max_age: float | None, as_json: bool) -> None:
     epilog="""\b
 Examples:
   duckdb-vectors upgrade --db docs.duckdb
+  duckdb-vectors upgrade --db docs.duckdb --quantize int8   # add int8 codes
 """
 )
 @db_option
-def upgrade(db_path: Path | None) -> None:
+@quantize_option
+def upgrade(db_path: Path | None, quantize: Quantization | None) -> None:
     """Bring an index from an older duckdb-vectors up to this one: migrate its schema and
-    re-tokenize it for BM25, in one go. Loads no model and leaves the vectors as they are."""
-    with VectorStore(db_path, read_only=False) as store:
+    re-tokenize it for BM25, in one go; --quantize also codes its vectors. Loads no model and
+    leaves the float32 vectors as they are."""
+    with VectorStore(db_path, quantize=quantize, read_only=False) as store:
         manifest = store.manifest
     if manifest is None:
         raise DuckDBVectorsError(f"{store.db_path} holds no index to upgrade")
-    click.echo(f"{store.db_path}: schema {manifest.schema_version}, tokenizer {manifest.tokenizer}")
+    click.echo(
+        f"{store.db_path}: schema {manifest.schema_version}, tokenizer {manifest.tokenizer},"
+        f" quantization {manifest.quantization or 'none'}"
+    )
 
 
 @cli.command(

@@ -13,7 +13,7 @@ from pathlib import Path
 from .config import DEFAULT_BACKEND
 from .embedders import Embedder, canonical_backend
 from .errors import IndexMismatchError
-from .manifest import Manifest
+from .manifest import Manifest, Quantization
 
 
 def check_stored_dimension(db_path: Path, manifest: Manifest | None, stored: int | None) -> None:
@@ -35,6 +35,30 @@ def resolve_backend(db_path: Path, manifest: Manifest | None, requested: str | N
         raise IndexMismatchError(
             f"{db_path} was built with backend {recorded}, not {requested}; "
             f"use --backend {recorded} (or leave it unset), or re-index with the new backend"
+        )
+    return requested
+
+
+def resolve_quantization(
+    db_path: Path, manifest: Manifest | None, requested: Quantization | None, read_only: bool
+) -> Quantization | None:
+    """The quantization to keep: the recorded one, or the one asked for.
+
+    Asking for one on an index that has none converts it (the caller codes its vectors); an
+    index cannot be converted read-only, nor from one quantization to another.
+    """
+    recorded = manifest.quantization if manifest else None
+    if requested is None or requested == recorded:
+        return recorded
+    if recorded is not None:
+        raise IndexMismatchError(
+            f"{db_path} is quantized {recorded}, not {requested}; leave --quantize unset,"
+            f" or re-index into a new file with --quantize {requested}"
+        )
+    if read_only and manifest is not None:
+        raise IndexMismatchError(
+            f"{db_path} is not quantized and is open read-only; convert it once with:"
+            f" duckdb-vectors upgrade --db {db_path} --quantize {requested}"
         )
     return requested
 

@@ -9,6 +9,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import InvalidSettingError
+from .manifest import Quantization
 from .remote import DEFAULT_MAX_AGE, is_url, parse_duration
 
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
@@ -74,6 +75,14 @@ class Settings(BaseSettings):
         description=(
             "Answer queries from an in-memory copy of vectors and postings, loaded on first "
             "query or warm_up(). Off: every query is answered by SQL in DuckDB (one-shot use)."
+        ),
+    )
+    quantize: Quantization | None = Field(
+        None,
+        description=(
+            "Also store int8 codes of the vectors and search them (a quarter of the memory),"
+            " rescoring the best candidates exactly. Unset: what the index records; set on an"
+            " index without it, the index is converted when opened read-write."
         ),
     )
     fusion: FusionSettings = Field(default_factory=FusionSettings)

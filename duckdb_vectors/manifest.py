@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
+from typing import Literal
 
 import duckdb
 from pydantic import BaseModel, Field, ValidationError
@@ -19,6 +20,9 @@ from .errors import NotAnIndexError
 from .schema import SCHEMA_VERSION
 from .slices import SliceCount
 from .tokenizer import TOKENIZER_NAME
+
+# How an index may store its vectors besides float32 (see ``quantization``).
+Quantization = Literal["int8"]
 
 
 class Manifest(BaseModel):
@@ -36,6 +40,9 @@ class Manifest(BaseModel):
     )
     slices: list[SliceCount] = Field(
         default_factory=list, description="Each slice (its values of slice_keys) and its chunks."
+    )
+    quantization: Quantization | None = Field(
+        None, description="int8: the index also holds int8 codes of its vectors and searches them."
     )
     duckdb_version: str = Field(default_factory=lambda: duckdb.__version__)
     package_version: str = Field(default_factory=lambda: package_version())
@@ -60,6 +67,7 @@ def refreshed(
     content_hash: str,
     slice_keys: list[str],
     slices: list[SliceCount],
+    quantization: Quantization | None,
 ) -> Manifest:
     """The manifest after a write: what the index holds now, built with what is in use now.
     The first build time is kept; a fingerprint not known this time (no model was loaded)
@@ -75,6 +83,7 @@ def refreshed(
         content_hash=content_hash,
         slice_keys=slice_keys,
         slices=slices,
+        quantization=quantization,
         **kept,
     )
 

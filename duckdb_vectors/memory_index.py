@@ -6,6 +6,9 @@ numpy. A long-lived process therefore loads the index once (about a second per 1
 and answers from numpy: a matrix product for the vector ranking, an inverted index for BM25,
 and plain column lists for the rows it returns. DuckDB stays the store of record; the snapshot is
 rebuilt after this process writes to the index.
+
+A quantized index is ranked from its int8 codes instead of the float32 matrix (a quarter of the
+memory); the best candidates are rescored with their float32 vectors, read from DuckDB by key.
 """
 
 from __future__ import annotations
@@ -13,14 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 import numpy as np
 
-from . import chunk_table, postings
+from . import chunk_table, postings, vector_codes
 from .db import memory_limited, numpy_batches, registered
+from .errors import NotAnIndexError
+from .manifest import Quantization
 from .models import Chunk
+from .quantization import Int8Vectors
 from .search import (
     BM25_B,
     BM25_K1,
@@ -54,13 +60,92 @@ class _Postings:
     idf: np.ndarray
 
 
+class Vectors(Protocol):
+    """The snapshot's vectors, which rank rows by cosine similarity to a query."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+    def top(
+        self, query: np.ndarray, depth: int, rows: np.ndarray | None
+    ) -> tuple[np.ndarray | None, np.ndarray]:
+        """Rows (None: all rows, in order) and their cosine similarities to ``query`` (a unit
+        vector): at least the ``depth`` best of ``rows`` (None: of all rows), ties included."""
+        ...
+
+
+@dataclass
+class Float32Vectors:
+    """The embeddings as one L2-normalised float32 matrix: exact, every score computed."""
+
+    matrix: np.ndarray
+
+    @classmethod
+    def load(cls, connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> Float32Vectors:
+        return cls(_normalised_matrix(connection, keys))
+
+    @property
+    def nbytes(self) -> int:
+        return self.matrix.nbytes
+
+    def top(
+        self, query: np.ndarray, depth: int, rows: np.ndarray | None
+    ) -> tuple[np.ndarray | None, np.ndarray]:
+        similarities = self.matrix @ query
+        return (rows, similarities[rows]) if rows is not None else (None, similarities)
+
+
+@dataclass
+class QuantizedVectors:
+    """int8 codes rank every row approximately; the best ``RESCORE_FACTOR * depth`` are
+    rescored with the float32 vectors read from DuckDB (see ``quantization.rescore``)."""
+
+    int8: Int8Vectors
+    connection: duckdb.DuckDBPyConnection
+    keys: np.ndarray
+
+    @classmethod
+    def load(cls, connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> QuantizedVectors:
+        dimension = vector_codes.width(connection) or 0
+        codes = np.empty((len(keys), dimension), dtype=np.int8)
+        with _small_buffer_pool(connection):
+            if not _fill_in_key_order(connection, vector_codes.TABLE, "codes", keys, codes):
+                raise NotAnIndexError(
+                    f"its int8 codes ({vector_codes.TABLE}) do not match its chunks;"
+                    " open it read-write once to code them again"
+                )
+        return cls(Int8Vectors(codes), connection, keys)
+
+    @property
+    def nbytes(self) -> int:
+        return self.int8.nbytes
+
+    def top(
+        self, query: np.ndarray, depth: int, rows: np.ndarray | None
+    ) -> tuple[np.ndarray | None, np.ndarray]:
+        return self.int8.top(query, depth, self._exact, rows)
+
+    def _exact(self, rows: np.ndarray) -> np.ndarray:
+        return vector_codes.embeddings(self.connection, self.keys[rows], self.int8.dimension)
+
+
+# How each quantization's vectors are loaded (None: not quantized).
+VECTOR_LOADERS: dict[
+    Quantization | None, Callable[[duckdb.DuckDBPyConnection, np.ndarray], Vectors]
+] = {
+    None: Float32Vectors.load,
+    "int8": QuantizedVectors.load,
+}
+
+
 class MemoryIndex:
-    """An immutable in-memory snapshot that ranks exactly like ``SqlSearcher``.
+    """An immutable in-memory snapshot that ranks exactly like ``SqlSearcher`` (a quantized
+    index: with int8 codes, whose rescored top ranks match it at recall@10 >= 0.99).
 
     Args:
         connection: the store's connection, used to resolve scopes (filters, ``where``).
         keys: chunk keys, ascending; row ``i`` of every array belongs to ``keys[i]``.
-        matrix: L2-normalised embeddings, one row per chunk.
+        vectors: the embeddings, one row per chunk.
         postings: the BM25 inverted index.
         rows: the chunk columns returned with results, one list per column; None to read
             them from ``connection`` per query.
@@ -70,19 +155,23 @@ class MemoryIndex:
         self,
         connection: duckdb.DuckDBPyConnection,
         keys: np.ndarray,
-        matrix: np.ndarray,
+        vectors: Vectors,
         postings: _Postings,
         rows: dict[str, list[Any]] | None,
     ) -> None:
         self.connection = connection
         self.keys = keys
-        self.matrix = matrix
+        self.vectors = vectors
         self.postings = postings
         self.rows = rows
 
     @classmethod
     def load(
-        cls, connection: duckdb.DuckDBPyConnection, k1: float = BM25_K1, b: float = BM25_B
+        cls,
+        connection: duckdb.DuckDBPyConnection,
+        quantization: Quantization | None = None,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
     ) -> MemoryIndex:
         core = connection.sql("SELECT key, token_count FROM chunks ORDER BY key").fetchnumpy()
         keys = np.asarray(core["key"], dtype=np.int64)
@@ -90,12 +179,12 @@ class MemoryIndex:
         # Postings first: DuckDB's cached blocks of them are handed back before the matrix.
         inverted = _load_postings(connection, keys, lengths, k1, b)
         _release_cached_blocks(connection)
-        matrix = _normalised_matrix(connection, keys)
+        vectors = VECTOR_LOADERS[quantization](connection, keys)
         rows = None
         if len(keys) <= RESIDENT_ROWS_LIMIT:
             rows = chunk_table.read_all(connection)
             _release_cached_blocks(connection)
-        return cls(connection, keys, matrix, inverted, rows)
+        return cls(connection, keys, vectors, inverted, rows)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -103,11 +192,8 @@ class MemoryIndex:
     def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking:
         if len(self.keys) == 0:
             return Ranking.empty()
-        similarities = self.matrix @ _unit(query)
-        candidates = self._candidate_rows(scope)
-        if candidates is not None:
-            return self._top(candidates, similarities[candidates], depth)
-        return self._top(None, similarities, depth)
+        rows, similarities = self.vectors.top(_unit(query), depth, self._candidate_rows(scope))
+        return self._top(rows, similarities, depth)
 
     def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking:
         postings = self.postings
@@ -202,23 +288,41 @@ def _normalised_matrix(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) 
     dimension = chunk_table.embedding_dimension(connection) or 0
     matrix = np.empty((len(keys), dimension), dtype=np.float32)
     with _small_buffer_pool(connection):
-        if not _fill_matrix(connection, "SELECT key, embedding FROM chunks", keys, matrix):
-            _fill_matrix(connection, "SELECT key, embedding FROM chunks ORDER BY key", keys, matrix)
+        _fill_in_key_order(connection, "chunks", "embedding", keys, matrix)
     norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]
     matrix /= np.where(norms == 0, 1.0, norms)
     return matrix
 
 
+def _fill_in_key_order(
+    connection: duckdb.DuckDBPyConnection,
+    table: str,
+    vector_column: str,
+    keys: np.ndarray,
+    matrix: np.ndarray,
+) -> bool:
+    """Copy ``table``'s ``vector_column`` into ``matrix`` (rows in ``keys`` order), reading in
+    storage order first; False if the table's keys are not ``keys``."""
+    for order in ("", " ORDER BY key"):
+        if _fill_matrix(
+            connection, f"SELECT key, {vector_column} FROM {table}{order}", keys, matrix
+        ):
+            return True
+    return False
+
+
 def _fill_matrix(
     connection: duckdb.DuckDBPyConnection, query: str, keys: np.ndarray, matrix: np.ndarray
 ) -> bool:
-    """Copy ``query``'s embeddings into ``matrix``; False if its keys are not ``keys``."""
+    """Copy ``query``'s vectors (its second column) into ``matrix``; False if its keys are not
+    ``keys``."""
     start = 0
     for batch in numpy_batches(connection.sql(query)):
-        end = start + len(batch["key"])
-        if not np.array_equal(batch["key"], keys[start:end]):
+        batch_keys, vectors = batch.values()
+        end = start + len(batch_keys)
+        if not np.array_equal(batch_keys, keys[start:end]):
             return False
-        matrix[start:end] = batch["embedding"]
+        matrix[start:end] = vectors
         start = end
     return start == len(keys)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from . import chunk_table, postings
+from . import chunk_table, postings, vector_codes
 from .db import has_table, scalar
 from .errors import NotAnIndexError
 
@@ -64,6 +64,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "documents: one row per indexed file", _documents_table),
     Migration(3, "chunks exists from the start", _chunks_table, readable_without=True),
     Migration(4, "postings by term id", postings.create, readable_without=True),
+    # Writers of this version keep the codes of a quantized index; older ones would not.
+    Migration(5, "vector_codes: int8 codes", vector_codes.create_empty, readable_without=True),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 UPGRADE_COMMAND = "duckdb-vectors upgrade --db"  # brings a file up to this version

@@ -20,7 +20,17 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from . import chunk_table, compatibility, documents, inputs, postings, remote, slices, writes
+from . import (
+    chunk_table,
+    compatibility,
+    documents,
+    inputs,
+    postings,
+    remote,
+    slices,
+    vector_codes,
+    writes,
+)
 from .config import FusionSettings, Settings
 from .db import (
     Transaction,
@@ -33,7 +43,7 @@ from .db import (
 from .embedders import Embedder, get_embedder
 from .errors import NotAnIndexError, ReadOnlyError
 from .inputs import MAX_RESULTS
-from .manifest import Manifest, read_manifest, refreshed, write_manifest
+from .manifest import Manifest, Quantization, read_manifest, refreshed, write_manifest
 from .memory_index import MemoryIndex
 from .models import Chunk, IndexReport, PublishedSource, SearchResults, VectorPage
 from .ranking_sql import execute_user_sql, validate_fragment
@@ -68,6 +78,11 @@ class VectorStore:
             is always read-only.
         memory_index: answer from an in-memory snapshot (long-lived processes) instead of
             querying DuckDB each time (one-shot processes).
+        quantize: ``"int8"`` also stores int8 codes of the vectors, and the in-memory snapshot
+            ranks those (a quarter of the memory), rescoring the best candidates with the exact
+            float32 vectors (``DUCKDB_VECTORS_QUANTIZE``). The index records it, so later opens
+            need not repeat it; given for an index that is not quantized, the index is
+            converted here (read-write only).
         fusion: how vector and BM25 rankings are fused.
         max_age: re-check a published index's cached copy with its server when older than
             this many seconds (or ``"6h"``, ``"2d"``; ``DUCKDB_VECTORS_MAX_AGE``; default 2d).
@@ -83,6 +98,7 @@ class VectorStore:
         cache_dir: str | Path | None = None,
         read_only: bool | None = None,
         memory_index: bool | None = None,
+        quantize: Quantization | None = None,
         fusion: FusionSettings | None = None,
         max_age: float | str | None = None,
         embedder: Embedder | None = None,
@@ -94,6 +110,7 @@ class VectorStore:
             "cache_dir": cache_dir,
             "read_only": read_only,
             "memory_index": memory_index,
+            "quantize": quantize,
             "fusion": fusion,
             "max_age": max_age,
         }
@@ -113,6 +130,9 @@ class VectorStore:
             self.manifest: Manifest | None = self._open_index()
             requested = embedder.spec if embedder is not None else self.settings.backend
             self.backend = compatibility.resolve_backend(self.db_path, self.manifest, requested)
+            self.quantization = compatibility.resolve_quantization(
+                self.db_path, self.manifest, self.settings.quantize, self.read_only
+            )
         except BaseException:
             self._connection.close()
             self._remove_if_never_committed()
@@ -122,6 +142,8 @@ class VectorStore:
         self._memory: MemoryIndex | None = None
         self._transaction_depth = 0
         self._stamped_keys: set[str] = set()  # slice keys written since the last refresh
+        if self.manifest is not None and self.manifest.quantization != self.quantization:
+            self._convert()
 
     @staticmethod
     def _local_file(settings: Settings) -> tuple[str | None, Path]:
@@ -468,6 +490,15 @@ class VectorStore:
                 query, searcher, self._connection, self.settings.fusion, str(self.db_path)
             )
 
+    def _convert(self) -> None:
+        """Quantize an existing index: the refresh at the end of a write codes every chunk."""
+        try:
+            with self.transaction():
+                pass
+        except BaseException:
+            self._connection.close()
+            raise
+
     def _searcher(self) -> Searcher | None:
         """What answers queries now, or None for an empty index."""
         if self._memory is not None:  # the hot path: no SQL at all
@@ -477,9 +508,12 @@ class VectorStore:
         if not self.settings.memory_index:
             return SqlSearcher(self._connection, self._dimension())
         try:
-            self._memory = MemoryIndex.load(self._connection)
+            quantization = self.manifest.quantization if self.manifest else None
+            self._memory = MemoryIndex.load(self._connection, quantization)
         except duckdb.Error as error:  # a file damaged where no query had read yet
             raise NotAnIndexError(f"{self.db_path} cannot be read: {first_line(error)}") from None
+        except NotAnIndexError as error:
+            raise NotAnIndexError(f"{self.db_path} is not a usable index: {error}") from None
         return self._memory
 
     def _apply(
@@ -502,6 +536,8 @@ class VectorStore:
         dimension = chunk_table.embedding_dimension(self._connection)
         if dimension is None:
             return  # nothing has ever been written: no dimension to record yet
+        if self.quantization is not None:
+            vector_codes.sync(self._connection, dimension)
         count, content_hash = chunk_table.content_statistics(self._connection)
         fingerprint = self._embedder.fingerprint() if self._embedder_checked else None
         slice_keys = sorted(set(self.slice_keys) | self._stamped_keys)
@@ -517,6 +553,7 @@ class VectorStore:
             content_hash=content_hash,
             slice_keys=slice_keys,
             slices=counts,
+            quantization=self.quantization,
         )
         write_manifest(self._connection, self.manifest)
 
