@@ -257,7 +257,9 @@ def index(
     if from_parquet is not None:
         if metadata:
             raise click.UsageError("--set applies to a FOLDER; put metadata in the Parquet rows")
-        _index_parquet(from_parquet, db_path, backend, model_path, quantize, source_prefix, as_json)
+        _index_parquet(
+            from_parquet, db_path, backend, model_path, quantize, source_prefix, as_json, progress
+        )
         return
     from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
 
@@ -291,6 +293,7 @@ def _index_parquet(
     quantize: Quantization | None,
     source_prefix: str | None,
     as_json: bool,
+    progress: bool | None,
 ) -> None:
     from .parquet_import import index_parquet
 
@@ -302,7 +305,7 @@ def _index_parquet(
                 f"{store.db_path} is a new index: pass --backend naming the model that made"
                 " the embeddings, so queries are embedded alike"
             )
-        summary = index_parquet(store, pattern, source_prefix=source_prefix)
+        summary = index_parquet(store, pattern, source_prefix=source_prefix, progress=progress)
     click.echo(summary.model_dump_json(indent=2) if as_json else parquet_summary_as_text(summary))
 
 

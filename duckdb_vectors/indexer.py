@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from .citations import UrlRule
 from .config import DEFAULT_MAX_FILE_BYTES
 from .errors import DuckDBVectorsError
 from .models import Chunk
-from .progress import StatusLine
+from .progress import counted
 from .selection import FileSelection
 from .store import VectorStore, WriteStats
 
@@ -376,21 +375,7 @@ def _chunker_key(
 
 
 def _progress(entries: list[_Entry], enabled: bool | None) -> Iterator[_Entry]:
-    """A bar on a terminal; asked for elsewhere (a build log), a plain line every few seconds."""
-    live = sys.stderr.isatty()
-    if not (live if enabled is None else enabled):
-        yield from entries
-        return
-    if live:
-        from tqdm import tqdm
-        from tqdm.contrib.logging import logging_redirect_tqdm
-
-        # Warnings about files are written above the bar, not onto its line.
-        with logging_redirect_tqdm():
-            yield from tqdm(entries, unit="file", file=sys.stderr, desc="indexing")
-        return
-    status = StatusLine(live=False)
-    for done, entry in enumerate(entries):
-        status.update(f"indexing: {done}/{len(entries)} files")
-        yield entry
-    status.final(f"indexing: {len(entries)}/{len(entries)} files")
+    with counted(len(entries), "file", "indexing", enabled) as advance:
+        for entry in entries:
+            yield entry
+            advance(1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,9 +20,10 @@ import duckdb
 import numpy as np
 from pydantic import BaseModel
 
-from .db import first_line
+from .db import first_line, scalar
 from .errors import DuckDBVectorsError
 from .models import Chunk
+from .progress import counted
 from .store import VectorStore
 
 # Rows per Arrow batch: 16k rows of 384-dim float32 vectors are ~25 MB, big enough that the
@@ -61,7 +62,11 @@ class ParquetSummary(BaseModel):
 
 
 def index_parquet(
-    store: VectorStore, path_or_glob: str | Path, *, source_prefix: str | None = None
+    store: VectorStore,
+    path_or_glob: str | Path,
+    *,
+    source_prefix: str | None = None,
+    progress: bool | None = None,
 ) -> ParquetSummary:
     """Upsert the rows of the Parquet files matching ``path_or_glob`` into ``store``.
 
@@ -71,6 +76,7 @@ def index_parquet(
         path_or_glob: a Parquet file or a glob such as ``out/part-*.parquet``.
         source_prefix: prepended to every row's ``source``; the run then owns that scope:
             chunks under it that the files no longer hold are pruned. Without it, a pure upsert.
+        progress: show the rows imported on stderr; default: only when stderr is a terminal.
 
     Raises:
         DuckDBVectorsError: no file matches, a column is missing or has the wrong type, or a
@@ -87,8 +93,11 @@ def index_parquet(
         summary.files = len(files)
         columns = _checked_columns(reader, files)
         batches = _chunk_batches(reader, files, columns, dimension, source_prefix or "", summary)
-        with store.transaction():
-            stats = store.put_vector_batches(batches, stamp)
+        total = int(
+            scalar(reader, "SELECT sum(num_rows) FROM parquet_file_metadata($1)", [files]) or 0
+        )
+        with counted(total, "row", "importing", progress) as advance, store.transaction():
+            stats = store.put_vector_batches(_advancing(batches, advance), stamp)
             if source_prefix:
                 summary.chunks_pruned = store.prune(source_prefix, stamp)
     summary.chunks_added, summary.chunks_updated = stats.added, stats.updated
@@ -167,6 +176,14 @@ def _chunk_batches(
         vectors = _vectors(batch, table, dimension)
         summary.rows += batch.num_rows
         yield _chunks(table, source_prefix), vectors
+
+
+def _advancing(
+    batches: Iterator[tuple[list[Chunk], np.ndarray]], advance: Callable[[int], None]
+) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+    for chunks, vectors in batches:
+        yield chunks, vectors
+        advance(len(chunks))
 
 
 def _vectors(batch: object, table: dict[str, list], dimension: int) -> np.ndarray:

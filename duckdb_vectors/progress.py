@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 PLAIN_INTERVAL_SECONDS = 5.0
@@ -43,3 +45,37 @@ class StatusLine:
     def _write_line(self, text: str) -> None:
         self.stream.write(text + "\n")
         self._last_plain = time.monotonic()
+
+
+@contextmanager
+def counted(
+    total: int, unit: str, description: str, enabled: bool | None
+) -> Iterator[Callable[[int], None]]:
+    """Progress toward ``total`` units, advanced by the function it yields: a bar on a
+    terminal; asked for elsewhere (a build log), a plain line every few seconds; else nothing.
+    A run that fails midway leaves no final line claiming it finished."""
+    live = sys.stderr.isatty()
+    if not (live if enabled is None else enabled):
+        yield lambda _count: None
+        return
+    if live:
+        from tqdm import tqdm
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        # Warnings logged meanwhile are written above the bar, not onto its line.
+        with (
+            logging_redirect_tqdm(),
+            tqdm(total=total, unit=unit, file=sys.stderr, desc=description) as bar,
+        ):
+            yield bar.update
+        return
+    status, done = StatusLine(live=False), 0
+
+    def advance(count: int) -> None:
+        nonlocal done
+        done += count
+        status.update(f"{description}: {done:,}/{total:,} {unit}s")
+
+    advance(0)
+    yield advance
+    status.final(f"{description}: {done:,}/{total:,} {unit}s")

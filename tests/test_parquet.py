@@ -151,3 +151,15 @@ def test_cli_summary_json_and_errors(tmp_path: Path):
     assert wrong.exit_code == 1 and wrong.stderr.count("\n") == 1
     both = run_cli("index", str(tmp_path), "--from-parquet", str(file), "--db", db)
     assert both.exit_code == 2
+
+
+def test_progress_counts_rows_when_asked(tmp_path: Path):
+    """A build log gets plain lines (a terminal gets a bar); the last one only once done."""
+    file = write_parquet(tmp_path / "rows.parquet", TEXTS)
+    db = str(tmp_path / "cli.duckdb")
+    quiet = run_cli("index", "--from-parquet", str(file), "--db", db, "--backend", BACKEND)
+    assert quiet.exit_code == 0 and "importing" not in quiet.stderr
+    shown = run_cli("index", "--from-parquet", str(file), "--db", db, "--progress")
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stderr.splitlines()[-1] == "importing: 4/4 rows"
+    assert "importing" not in shown.stdout
