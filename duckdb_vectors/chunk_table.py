@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 
 from . import postings, vector_codes
-from .db import column, first_row, registered, scalar
+from .db import array_width, column, first_row, registered, scalar
 from .models import Chunk
 from .rows import embedding_text, titled_text
 from .tokenizer import tokenize
@@ -96,12 +96,7 @@ def ensure_embedding(connection: duckdb.DuckDBPyConnection, dimension: int) -> N
 
 def embedding_dimension(connection: duckdb.DuckDBPyConnection) -> int | None:
     """The width of the ``embedding`` column, or None before the first write."""
-    data_type = scalar(
-        connection,
-        "SELECT data_type FROM duckdb_columns() WHERE database_name = current_database()"
-        " AND table_name = 'chunks' AND column_name = 'embedding'",
-    )
-    return int(str(data_type).rsplit("[", 1)[1].rstrip("]")) if data_type else None
+    return array_width(connection, "chunks", "embedding")
 
 
 # -- encoding and decoding -------------------------------------------------------------------

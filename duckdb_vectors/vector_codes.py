@@ -18,7 +18,7 @@ import duckdb
 import nanoarrow
 import numpy as np
 
-from .db import numpy_batches, registered, scalar
+from .db import array_width, numpy_batches, registered
 
 TABLE = "vector_codes"
 # Chunks coded per statement: bounds the float32 vectors held while coding (64 MB at 256
@@ -33,13 +33,7 @@ def create_empty(connection: duckdb.DuckDBPyConnection) -> None:
 
 def width(connection: duckdb.DuckDBPyConnection) -> int | None:
     """The width of the ``codes`` column, or None while the index is not quantized."""
-    data_type = scalar(
-        connection,
-        "SELECT data_type FROM duckdb_columns() WHERE database_name = current_database()"
-        " AND table_name = $1 AND column_name = 'codes'",
-        [TABLE],
-    )
-    return int(str(data_type).rsplit("[", 1)[1].rstrip("]")) if data_type else None
+    return array_width(connection, TABLE, "codes")
 
 
 def sync(connection: duckdb.DuckDBPyConnection, dimension: int) -> int:
