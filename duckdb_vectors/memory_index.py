@@ -405,9 +405,14 @@ def _row_finder(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """Maps keys (each in ``keys``) to their rows.
 
     Postings come grouped by term, so their keys jump about: a binary search each took 6.6 s
-    for 40 million against 0.2 s for a lookup table. Keys only grow, so the table spans the
+    for 40 million against 0.2-0.6 s for a lookup table. Keys only grow, so the table spans the
     keys ever written; when rewrites have made that much wider than the index, search.
     """
+    if len(keys) and int(keys[-1]) - int(keys[0]) + 1 == len(keys):
+        # Consecutive keys (an index written once, as a baked one is): no table to look up, a
+        # subtraction (at 1M, 40 million lookups in the table took 0.56 s of a 2.3 s load).
+        first = int(keys[0])
+        return lambda wanted: (wanted - first).astype(np.int32)
     span = int(keys[-1]) + 1 if len(keys) else 0
     if span > KEY_TABLE_MAX_SPAN * len(keys):
         return lambda wanted: np.searchsorted(keys, wanted)
