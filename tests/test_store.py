@@ -20,7 +20,13 @@ from duckdb_vectors import (
     SearchResult,
     VectorStore,
 )
-from duckdb_vectors.db import Transaction, column, registered, threads_reserved
+from duckdb_vectors.db import (
+    Transaction,
+    column,
+    registered,
+    registered_arrow,
+    threads_reserved,
+)
 from duckdb_vectors.embedders.hashing import HashingEmbedder
 from duckdb_vectors.writes import WRITE_BATCH
 
@@ -510,3 +516,49 @@ def test_a_written_batch_is_not_held_until_the_commit(tmp_path: Path) -> None:
         assert [ref() for ref in alive] == [None, None, None]
     assert connection.execute("SELECT count(*) FROM t").fetchall() == [(3,)]
     connection.close()
+
+
+def test_an_arrow_batch_is_not_held_until_the_commit(tmp_path: Path) -> None:
+    """The same for the Arrow batches new chunks are inserted from: their matrix of vectors
+    (scanned in place, not copied) is released once the statement has read it."""
+    connection = duckdb.connect(str(tmp_path / "x.duckdb"))
+    connection.execute("CREATE TABLE t (v FLOAT[4], s VARCHAR)")
+    matrix = np.arange(12, dtype=np.float32).reshape(3, 4).copy()  # owns its buffer
+    alive = weakref.ref(matrix)
+    with Transaction(connection):
+        with registered_arrow(connection, "batch", {"v": matrix, "s": ["a", None, "é"]}):
+            connection.execute("INSERT INTO t SELECT v, s FROM batch")
+        del matrix
+        gc.collect()
+        assert alive() is None
+    assert connection.execute("SELECT v[4], s FROM t ORDER BY v[1]").fetchall() == [
+        (3.0, "a"),
+        (7.0, None),
+        (11.0, "é"),
+    ]
+    connection.close()
+
+
+def test_put_vectors_round_trips_vectors_and_fields_exactly(store: VectorStore) -> None:
+    """Vectors go in as Arrow float32 lists: every bit comes back, extremes included; texts,
+    titles, sources and positions keep their NULLs and their non-ASCII characters."""
+    rng = np.random.default_rng(5)
+    matrix = rng.standard_normal((4, store.embedder.dimension)).astype(np.float32)
+    finfo = np.finfo(np.float32)
+    matrix[0, :4] = [finfo.max, finfo.tiny, -finfo.smallest_subnormal, -0.0]
+    items = [
+        {"key": "a", "data": {"float32": matrix[0].tolist()}, "text": "naïve café", "position": 0},
+        {"key": "b", "data": matrix[1].tolist(), "title": "Überblick", "source": "s.md"},
+        {"key": "c", "data": matrix[2].tolist(), "metadata": {"k": [1, "二"]}},
+        {"key": "d", "data": matrix[3].tolist(), "text": "", "source": None, "position": None},
+    ]
+    store.put_vectors(items)
+    stored = store.get_vectors(["a", "b", "c", "d"], return_data=True)
+    returned = np.asarray([chunk.embedding for chunk in stored], dtype=np.float32)
+    assert returned.tobytes() == matrix.tobytes()
+    assert [(c.text, c.title, c.source, c.position, c.metadata) for c in stored] == [
+        ("naïve café", None, None, 0, {}),
+        ("", "Überblick", "s.md", None, {}),
+        ("", None, None, None, {"k": [1, "二"]}),
+        ("", None, None, None, {}),
+    ]
