@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import weakref
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -562,3 +563,48 @@ def test_put_vectors_round_trips_vectors_and_fields_exactly(store: VectorStore) 
         ("", None, None, None, {"k": [1, "二"]}),
         ("", None, None, None, {}),
     ]
+
+
+def test_put_vectors_into_an_empty_index_gives_the_index_the_lookups_would(
+    tmp_path: Path,
+) -> None:
+    """Into an empty index, ids are not looked up (none can exist). The same items written
+    into an index that held another chunk, then deleted, must give the same chunks, postings
+    and BM25 scores."""
+    rng = np.random.default_rng(11)
+    texts = ["duckdb stores vectors", "bm25 ranks exact tokens", "vectors and tokens v2.0"]
+    items = [
+        {"key": f"k{i}", "data": rng.standard_normal(8).tolist(), "text": text, "source": "s"}
+        for i, text in enumerate(texts)
+    ]
+    built = []
+    for name, first in (("empty", None), ("looked-up", "other")):
+        with VectorStore(tmp_path / f"{name}.duckdb", "hashing:8") as store:
+            if first:
+                store.put_vectors([{"key": first, "data": [1.0] * 8, "text": "vectors"}])
+            stats = store.put_vectors(items)
+            store.delete_vectors([first] if first else [])
+            postings = store.connection.execute(
+                "SELECT c.chunk_id, t.term, p.tf FROM postings p JOIN terms t USING (term_id)"
+                " JOIN chunks c USING (key) ORDER BY ALL"
+            ).fetchall()
+            ranked = [hit.chunk.chunk_id for hit in store.query_text("vectors tokens", 3)]
+            scores = [hit.score for hit in store.query_text("vectors tokens", 3)]
+            built.append((stats, store.manifest.content_hash, postings, ranked, scores))
+    assert built[0] == built[1]
+    assert built[0][0].added == 3
+
+
+def test_an_id_repeated_in_a_later_batch_of_vectors_is_refused_in_an_empty_index(
+    store: VectorStore,
+) -> None:
+    """The empty-index path looks no id up: a repeat must still be caught, not reach the
+    primary key half-written."""
+    dimension = store.embedder.dimension
+    batches = [
+        ([Chunk(chunk_id=f"c{i}", text="t") for i in range(3)], np.ones((3, dimension))),
+        ([Chunk(chunk_id="c2", text="again")], np.ones((1, dimension))),
+    ]
+    with pytest.raises(ValueError, match=r"duplicate ids in one write: \['c2'\]"):
+        store.put_vector_batches(batches, stamp=datetime.now(UTC))
+    assert store.count() == 0
