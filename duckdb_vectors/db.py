@@ -244,6 +244,74 @@ def registered(
     connection.unregister(name)
 
 
+class _ArrowBatch:
+    """Columns as one Arrow record batch for DuckDB to scan, until ``release``.
+
+    DuckDB reads the schema of what is registered, then scans it, asking for a stream each
+    time; and it keeps the registered object referenced until the transaction ends, so the
+    batch is dropped from here once the statements have copied it.
+    """
+
+    def __init__(self, columns: dict[str, Sequence[Any] | np.ndarray]) -> None:
+        arrays = [_arrow_array(values) for values in columns.values()]
+        schema = nanoarrow.struct(
+            {name: array.schema for name, array in zip(columns, arrays, strict=True)}
+        )
+        length = arrays[0].length if arrays else 0
+        self.batch: nanoarrow.CArray | None = nanoarrow.c_array_from_buffers(
+            schema, length, [None], children=arrays
+        )
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        if self.batch is None:
+            raise RuntimeError("the batch was scanned and released")
+        return nanoarrow.c_array_stream(self.batch).__arrow_c_stream__(requested_schema)
+
+    def release(self) -> None:
+        self.batch = None
+
+
+def _arrow_array(values: Sequence[Any] | np.ndarray) -> nanoarrow.CArray:
+    """Strings (a list, None for NULL), numbers (a numpy array, masked for NULL), or a
+    ``(rows, width)`` matrix as a fixed-size list per row."""
+    if isinstance(values, np.ma.MaskedArray):
+        return nanoarrow.c_array(values.tolist(), _NULLABLE_NUMBERS[values.dtype.char]())
+    if isinstance(values, np.ndarray) and values.ndim == 2:
+        rows, width = values.shape
+        flat = nanoarrow.c_array(np.ascontiguousarray(values).reshape(-1))
+        row_type = nanoarrow.fixed_size_list(flat.schema, width)
+        return nanoarrow.c_array_from_buffers(row_type, rows, [None], children=[flat])
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return nanoarrow.c_array(np.ascontiguousarray(values))
+    return nanoarrow.c_array(list(values), nanoarrow.string())
+
+
+# Arrow types of the nullable number columns ``column`` makes, by numpy type character.
+_NULLABLE_NUMBERS = {"i": nanoarrow.int32, "l": nanoarrow.int64, "q": nanoarrow.int64}
+
+
+@contextmanager
+def registered_arrow(
+    connection: duckdb.DuckDBPyConnection, name: str, columns: dict[str, Sequence[Any] | np.ndarray]
+) -> Iterator[None]:
+    """Make columns queryable as ``name`` for a moment, as one Arrow batch (see
+    ``_arrow_array`` for what a column may be); nothing of them is held afterwards.
+
+    For bulk inserts: DuckDB scans Arrow buffers in parallel and without touching Python
+    objects, where a numpy column of per-row vectors (``registered``) is read object by
+    object: inserting 100,000 256-float vectors took 1.3 s this way against 4.7 s.
+    """
+    batch = _ArrowBatch(columns)
+    connection.register(name, batch)
+    try:
+        yield
+    finally:
+        batch.release()
+        # In an aborted transaction unregister fails too; keep the original error visible.
+        with suppress(duckdb.Error):
+            connection.unregister(name)
+
+
 @contextmanager
 def objects_typed_by_first_value(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Let DuckDB type each registered object column by its first non-null value, for a moment.

@@ -84,6 +84,11 @@ def insert(connection: duckdb.DuckDBPyConnection, table: str) -> None:
     The tokens are split twice rather than kept in a temporary table between the two
     statements: DuckDB holds every batch's temporary data until the write commits (0.8 GB more
     at a million chunks).
+
+    The postings go in sorted: a write of one batch (``put_vectors``) then needs no compaction,
+    and sorted postings compress well. At 100,000 chunks in one batch the sort added 1.5-2.5 s
+    and saved 3-4 s of COMMIT and 3 s of compaction; in batches of 16,384 it cost about what
+    it saved.
     """
     tokens = f"(SELECT key, unnest(string_split(tokens, ' ')) AS term FROM {table})"
     connection.execute(
@@ -94,7 +99,7 @@ def insert(connection: duckdb.DuckDBPyConnection, table: str) -> None:
     )
     connection.execute(
         "INSERT INTO postings SELECT t.term_id, n.key, CAST(count(*) AS INTEGER)"
-        f" FROM {tokens} n JOIN terms t USING (term) GROUP BY t.term_id, n.key"
+        f" FROM {tokens} n JOIN terms t USING (term) GROUP BY t.term_id, n.key ORDER BY 1, 2"
     )
 
 

@@ -37,6 +37,8 @@ def text_id(text: str) -> str:
 
 
 def metadata_json(chunk: Chunk, index: int) -> str:
+    if not chunk.metadata:  # most chunks; json.dumps takes 4 us even for {}
+        return "{}"
     try:
         return json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as error:

@@ -273,8 +273,11 @@ class VectorStore:
         total = WriteStats()
         seen_ids: set[str] = set()
         with self.transaction():
+            # Into an empty index every id is new: nothing else writes while the batches
+            # are read, and a repeated id is an error (``seen_ids``).
+            known_new = chunk_table.count(self._connection) == 0
             for chunks, matrix in batches:
-                batch = writes.plan_batch(self._connection, chunks, matrix, seen_ids)
+                batch = writes.plan_batch(self._connection, chunks, matrix, seen_ids, known_new)
                 total += self._apply(batch, batch.embeddings(None), stamp)
         return total
 

@@ -65,6 +65,7 @@ class PlannedBatch:
         given: the caller's vectors for the changed chunks (``put_vectors``), if any.
         reused: stored vectors for changed chunks whose etag the index already holds.
         to_embed: positions in ``changed`` whose vectors must be computed.
+        known_new: none of the ids can be in the index, so none is looked up or replaced.
     """
 
     chunks: list[Chunk]
@@ -75,6 +76,7 @@ class PlannedBatch:
     given: np.ndarray | None = None
     reused: dict[str, np.ndarray] = field(default_factory=dict)
     to_embed: list[int] = field(default_factory=list)
+    known_new: bool = False
 
     def texts_to_embed(self) -> list[str]:
         return [rows.embedding_text(self.chunks[self.changed[j]]) for j in self.to_embed]
@@ -107,6 +109,7 @@ def plan_batch(
     chunks: list[Chunk],
     vectors: np.ndarray | None = None,
     seen_ids: set[str] | None = None,
+    known_new: bool = False,
 ) -> PlannedBatch:
     """Check ``chunks`` and find what must be written and embedded.
 
@@ -115,6 +118,9 @@ def plan_batch(
         chunks: one batch.
         vectors: the caller's vectors, one row per chunk (else vectors are computed).
         seen_ids: ids of earlier batches of the same write; a repeated id is an error.
+        known_new: the ids cannot be in the index (it was empty when a write that nothing
+            else writes in between began, and ``seen_ids`` rules out repeats): skip the
+            lookups, which only find nothing.
     """
     rows.check_unique_ids(chunks, seen_ids)
     metadata_json = [rows.metadata_json(chunk, index) for index, chunk in enumerate(chunks)]
@@ -123,10 +129,10 @@ def plan_batch(
         rows.etag(chunk, None if vectors is None else vectors[index])
         for index, chunk in enumerate(chunks)
     ]
-    existing = chunk_table.etags_of(connection, [chunk.chunk_id for chunk in chunks])
+    existing = {} if known_new else chunk_table.etags_of(connection, [c.chunk_id for c in chunks])
     changed = [i for i, chunk in enumerate(chunks) if existing.get(chunk.chunk_id) != etags[i]]
     added = sum(1 for i in changed if chunks[i].chunk_id not in existing)
-    batch = PlannedBatch(chunks, etags, metadata_json, changed, added)
+    batch = PlannedBatch(chunks, etags, metadata_json, changed, added, known_new=known_new)
     if vectors is not None:
         batch.given = vectors[changed]
     elif changed:
@@ -163,11 +169,12 @@ def _replace_changed(
     stamp: datetime,
 ) -> None:
     chunks = [batch.chunks[i] for i in batch.changed]
-    # Looked up now, not when the batch was planned: the chunk iterator runs in between and
-    # may itself write to the store.
-    chunk_table.delete_keys(
-        connection, chunk_table.keys_of(connection, [chunk.chunk_id for chunk in chunks])
-    )
+    if not batch.known_new:
+        # Looked up now, not when the batch was planned: the chunk iterator runs in between
+        # and may itself write to the store.
+        chunk_table.delete_keys(
+            connection, chunk_table.keys_of(connection, [chunk.chunk_id for chunk in chunks])
+        )
     first_key = chunk_table.next_key(connection)
     keys = np.arange(first_key, first_key + len(chunks), dtype=np.int64)
     new_rows = chunk_table.encode(

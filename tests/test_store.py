@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import weakref
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -21,7 +22,13 @@ from duckdb_vectors import (
     SearchResult,
     VectorStore,
 )
-from duckdb_vectors.db import Transaction, column, registered, threads_reserved
+from duckdb_vectors.db import (
+    Transaction,
+    column,
+    registered,
+    registered_arrow,
+    threads_reserved,
+)
 from duckdb_vectors.embedders.hashing import HashingEmbedder
 from duckdb_vectors.writes import WRITE_BATCH
 
@@ -546,3 +553,94 @@ def test_warm_up_loads_the_index_and_raises_a_model_that_cannot_load(
     with VectorStore(filled_store.db_path, read_only=True, model_path=STATIC_MODEL) as reader:
         reader.warm_up()
         assert reader.query(INTRO_TEXTS[5], 1, hybrid=False)[0].chunk.chunk_id == "doc:5"
+
+
+def test_an_arrow_batch_is_not_held_until_the_commit(tmp_path: Path) -> None:
+    """The same for the Arrow batches new chunks are inserted from: their matrix of vectors
+    (scanned in place, not copied) is released once the statement has read it."""
+    connection = duckdb.connect(str(tmp_path / "x.duckdb"))
+    connection.execute("CREATE TABLE t (v FLOAT[4], s VARCHAR)")
+    matrix = np.arange(12, dtype=np.float32).reshape(3, 4).copy()  # owns its buffer
+    alive = weakref.ref(matrix)
+    with Transaction(connection):
+        with registered_arrow(connection, "batch", {"v": matrix, "s": ["a", None, "é"]}):
+            connection.execute("INSERT INTO t SELECT v, s FROM batch")
+        del matrix
+        gc.collect()
+        assert alive() is None
+    assert connection.execute("SELECT v[4], s FROM t ORDER BY v[1]").fetchall() == [
+        (3.0, "a"),
+        (7.0, None),
+        (11.0, "é"),
+    ]
+    connection.close()
+
+
+def test_put_vectors_round_trips_vectors_and_fields_exactly(store: VectorStore) -> None:
+    """Vectors go in as Arrow float32 lists: every bit comes back, extremes included; texts,
+    titles, sources and positions keep their NULLs and their non-ASCII characters."""
+    rng = np.random.default_rng(5)
+    matrix = rng.standard_normal((4, store.embedder.dimension)).astype(np.float32)
+    finfo = np.finfo(np.float32)
+    matrix[0, :4] = [finfo.max, finfo.tiny, -finfo.smallest_subnormal, -0.0]
+    items = [
+        {"key": "a", "data": {"float32": matrix[0].tolist()}, "text": "naïve café", "position": 0},
+        {"key": "b", "data": matrix[1].tolist(), "title": "Überblick", "source": "s.md"},
+        {"key": "c", "data": matrix[2].tolist(), "metadata": {"k": [1, "二"]}},
+        {"key": "d", "data": matrix[3].tolist(), "text": "", "source": None, "position": None},
+    ]
+    store.put_vectors(items)
+    stored = store.get_vectors(["a", "b", "c", "d"], return_data=True)
+    returned = np.asarray([chunk.embedding for chunk in stored], dtype=np.float32)
+    assert returned.tobytes() == matrix.tobytes()
+    assert [(c.text, c.title, c.source, c.position, c.metadata) for c in stored] == [
+        ("naïve café", None, None, 0, {}),
+        ("", "Überblick", "s.md", None, {}),
+        ("", None, None, None, {"k": [1, "二"]}),
+        ("", None, None, None, {}),
+    ]
+
+
+def test_put_vectors_into_an_empty_index_gives_the_index_the_lookups_would(
+    tmp_path: Path,
+) -> None:
+    """Into an empty index, ids are not looked up (none can exist). The same items written
+    into an index that held another chunk, then deleted, must give the same chunks, postings
+    and BM25 scores."""
+    rng = np.random.default_rng(11)
+    texts = ["duckdb stores vectors", "bm25 ranks exact tokens", "vectors and tokens v2.0"]
+    items = [
+        {"key": f"k{i}", "data": rng.standard_normal(8).tolist(), "text": text, "source": "s"}
+        for i, text in enumerate(texts)
+    ]
+    built = []
+    for name, first in (("empty", None), ("looked-up", "other")):
+        with VectorStore(tmp_path / f"{name}.duckdb", "hashing:8") as store:
+            if first:
+                store.put_vectors([{"key": first, "data": [1.0] * 8, "text": "vectors"}])
+            stats = store.put_vectors(items)
+            store.delete_vectors([first] if first else [])
+            postings = store.connection.execute(
+                "SELECT c.chunk_id, t.term, p.tf FROM postings p JOIN terms t USING (term_id)"
+                " JOIN chunks c USING (key) ORDER BY ALL"
+            ).fetchall()
+            ranked = [hit.chunk.chunk_id for hit in store.query_text("vectors tokens", 3)]
+            scores = [hit.score for hit in store.query_text("vectors tokens", 3)]
+            built.append((stats, store.manifest.content_hash, postings, ranked, scores))
+    assert built[0] == built[1]
+    assert built[0][0].added == 3
+
+
+def test_an_id_repeated_in_a_later_batch_of_vectors_is_refused_in_an_empty_index(
+    store: VectorStore,
+) -> None:
+    """The empty-index path looks no id up: a repeat must still be caught, not reach the
+    primary key half-written."""
+    dimension = store.embedder.dimension
+    batches = [
+        ([Chunk(chunk_id=f"c{i}", text="t") for i in range(3)], np.ones((3, dimension))),
+        ([Chunk(chunk_id="c2", text="again")], np.ones((1, dimension))),
+    ]
+    with pytest.raises(ValueError, match=r"duplicate ids in one write: \['c2'\]"):
+        store.put_vector_batches(batches, stamp=datetime.now(UTC))
+    assert store.count() == 0
