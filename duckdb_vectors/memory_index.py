@@ -14,6 +14,7 @@ memory); the best candidates are rescored with their float32 vectors, read from 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -174,14 +175,31 @@ class MemoryIndex:
         quantization: Quantization | None = None,
         k1: float = BM25_K1,
         b: float = BM25_B,
+        *,
+        committed: bool = False,
     ) -> MemoryIndex:
+        """The snapshot of what ``connection`` sees.
+
+        ``committed``: no transaction is open on it, so another connection to the file sees
+        the same; the postings then load in a thread, on a cursor, while the vectors load here.
+        Both sides spend most of their time in DuckDB and numpy, which let the other run: at
+        1M chunks 1.9 s against 2.5 s one after the other, and ``warm_up()`` (the model loading
+        beside both) 2.44 s against 2.68 s (2 cores, medians of 3, alternating).
+        """
         core = connection.sql("SELECT key, token_count FROM chunks ORDER BY key").fetchnumpy()
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
-        # Postings first: DuckDB's cached blocks of them are handed back before the matrix.
-        inverted = _load_postings(connection, keys, lengths, k1, b)
+        if committed:
+            # The cursor closes after the thread is done, whatever the vectors' load raised.
+            with connection.cursor() as reader, ThreadPoolExecutor(1) as loading:
+                postings_loaded = loading.submit(_load_postings, reader, keys, lengths, k1, b)
+                vectors = VECTOR_LOADERS[quantization](connection, keys)
+                inverted = postings_loaded.result()
+        else:
+            inverted = _load_postings(connection, keys, lengths, k1, b)
+            _release_cached_blocks(connection)
+            vectors = VECTOR_LOADERS[quantization](connection, keys)
         _release_cached_blocks(connection)
-        vectors = VECTOR_LOADERS[quantization](connection, keys)
         rows = None
         if len(keys) <= RESIDENT_ROWS_LIMIT:
             rows = chunk_table.read_all(connection)

@@ -512,7 +512,9 @@ class VectorStore:
             return SqlSearcher(self._connection, self._dimension())
         try:
             quantization = self.manifest.quantization if self.manifest else None
-            self._memory = MemoryIndex.load(self._connection, quantization)
+            self._memory = MemoryIndex.load(
+                self._connection, quantization, committed=not self._transaction_depth
+            )
         except duckdb.Error as error:  # a file damaged where no query had read yet
             raise NotAnIndexError(f"{self.db_path} cannot be read: {first_line(error)}") from None
         except NotAnIndexError as error:

@@ -49,7 +49,9 @@ QUERIES = [
 
 
 def searchers(store: VectorStore) -> tuple[MemoryIndex, SqlSearcher]:
-    return MemoryIndex.load(store.connection), SqlSearcher(store.connection, 256)
+    """The in-memory snapshot (loaded as a store does outside a transaction) and SQL."""
+    memory = MemoryIndex.load(store.connection, committed=True)
+    return memory, SqlSearcher(store.connection, 256)
 
 
 @pytest.mark.parametrize(

@@ -287,6 +287,18 @@ def test_writes_in_one_transaction_are_all_or_nothing(store: VectorStore) -> Non
     assert store.count() == 3 and store.manifest.chunk_count == 3
 
 
+def test_a_query_inside_a_transaction_sees_its_uncommitted_writes(store: VectorStore) -> None:
+    """The snapshot loads its postings on a second connection only when nothing is pending:
+    that connection would not see a transaction's rows."""
+    store.add_texts(["the committed chunk"], ids=["old"])
+    assert [hit.chunk.chunk_id for hit in store.query_text("committed")] == ["old"]
+    with store.transaction():
+        store.add_texts(["an uncommitted zebra"], ids=["new"])
+        assert [hit.chunk.chunk_id for hit in store.query_text("zebra")] == ["new"]
+        assert store.query("uncommitted zebra", top_k=1)[0].chunk.chunk_id == "new"
+    assert [hit.chunk.chunk_id for hit in store.query_text("zebra")] == ["new"]
+
+
 def test_ids_default_to_a_hash_of_the_text(store: VectorStore) -> None:
     first = store.add_texts(["same words"])
     second = store.add_texts(["same words"])
