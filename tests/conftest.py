@@ -24,6 +24,8 @@ SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", REPOSITORY.parent / "share
 MODELS = SHARED / "models"
 ONNX_MODEL = MODELS / "onnx-minilm-l6-v2-int8"
 EVALDATA = SHARED / "evaldata"
+DUCKDB_DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"  # the DuckDB docs, Markdown
+XQUAD_QUESTIONS = EVALDATA / "ir" / "xquad-r-paragraphs" / "en" / "queries.jsonl"
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 # The installed console script, for the tests that need a real process.
 SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))

@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, STATIC_MODEL
 
 from duckdb_vectors import InvalidUrlError, UrlRule, VectorStore, index_folder
 from duckdb_vectors.cli import cli
 from duckdb_vectors.rendering import SearchOutput
-
-DUCKDB_DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"
 
 
 @pytest.mark.parametrize(

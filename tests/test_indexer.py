@@ -9,13 +9,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL, start_killed_run
+from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, EVALDATA, STATIC_MODEL, start_killed_run
 
 from duckdb_vectors import VectorStore, chunkers, index_folder
 from duckdb_vectors.chunkers import default_chunker
 from duckdb_vectors.chunkers.pdf import NO_TEXT_LAYER
 
-DUCKDB_DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"
 PDFS = EVALDATA / "pdfs"
 
 

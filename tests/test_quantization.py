@@ -10,7 +10,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, EVALDATA, STATIC_MODEL, XQUAD_QUESTIONS
 
 from duckdb_vectors import get_embedder
 from duckdb_vectors.chunkers import MarkdownChunker
@@ -22,8 +22,6 @@ from duckdb_vectors.quantization import (
     rescore,
 )
 
-DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"
-XQUAD = EVALDATA / "ir" / "xquad-r-paragraphs" / "en" / "queries.jsonl"
 SCIFACT = EVALDATA / "ir" / "scifact" / "queries.jsonl"
 FOLDERS = ("sql", "guides", "data")  # ~2,600 chunks: enough neighbours, a second to embed
 TOP_K = 10
@@ -41,10 +39,10 @@ def embedded() -> tuple[np.ndarray, np.ndarray]:
     texts = [
         chunk.text
         for folder in FOLDERS
-        for path in sorted((DOCS / folder).rglob("*.md"))
+        for path in sorted((DUCKDB_DOCS / folder).rglob("*.md"))
         for chunk in chunker.chunk(path.read_text(encoding="utf-8"), str(path))
     ]
-    questions = [json.loads(line)["text"] for line in XQUAD.open(encoding="utf-8")][:150]
+    questions = [json.loads(line)["text"] for line in XQUAD_QUESTIONS.open(encoding="utf-8")][:150]
     claims = [json.loads(line)["text"] for line in SCIFACT.open(encoding="utf-8")][:150]
     in_domain = [" ".join(text.split()[:8]) for text in texts[::25]]
     embedder = get_embedder(DEFAULT_BACKEND, model_path=STATIC_MODEL)

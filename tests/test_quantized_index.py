@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL, run_cli
+from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, STATIC_MODEL, XQUAD_QUESTIONS, run_cli
 
 from duckdb_vectors import (
     IndexMismatchError,
@@ -24,8 +24,6 @@ from duckdb_vectors import (
 from duckdb_vectors.quantization import int8_codes
 from duckdb_vectors.schema import SCHEMA_VERSION
 
-DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"
-XQUAD = EVALDATA / "ir" / "xquad-r-paragraphs" / "en" / "queries.jsonl"
 TOP_K = 10
 QUESTIONS = 60
 
@@ -53,7 +51,7 @@ def docs_indexes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("quantized")
     docs = root / "docs"
     for folder in ("sql", "guides", "data"):
-        shutil.copytree(DOCS / folder, docs / folder)
+        shutil.copytree(DUCKDB_DOCS / folder, docs / folder)
     exact = root / "exact.duckdb"
     with VectorStore(exact, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
         index_folder(store, docs, progress=False)
@@ -79,7 +77,7 @@ def opened(docs_indexes: tuple[Path, Path]) -> Iterator[tuple[VectorStore, Vecto
 @pytest.fixture(scope="module")
 def questions(opened: tuple[VectorStore, VectorStore]) -> tuple[list[str], np.ndarray]:
     """Real questions (XQuAD), and their query vectors."""
-    lines = XQUAD.read_text(encoding="utf-8").splitlines()[:QUESTIONS]
+    lines = XQUAD_QUESTIONS.read_text(encoding="utf-8").splitlines()[:QUESTIONS]
     texts = [json.loads(line)["text"] for line in lines]
     return texts, opened[0].embedder.embed_query(texts)
 

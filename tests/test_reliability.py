@@ -24,14 +24,13 @@ import anyio
 import duckdb
 import numpy as np
 import pytest
-from conftest import DEFAULT_BACKEND, EVALDATA, SCRIPT, STATIC_MODEL, start_killed_run
+from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, SCRIPT, STATIC_MODEL, start_killed_run
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import DuckDBVectorsError, VectorStore, index_folder, index_parquet
 
 pytestmark = pytest.mark.slow
 
-DUCKDB_DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"
 QUERIES = [
     "how do I read a parquet file?",
     "window functions",

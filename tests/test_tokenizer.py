@@ -8,12 +8,10 @@ import json
 from pathlib import Path
 
 import exact_v1_tokenizer
-from conftest import EVALDATA
+from conftest import DUCKDB_DOCS, EVALDATA
 
 from duckdb_vectors import VectorStore
 from duckdb_vectors.tokenizer import tokenize
-
-DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"
 
 
 def test_case_folded_words_without_stemming_or_stop_words() -> None:
@@ -115,7 +113,7 @@ def test_hangul_is_a_word_of_its_own_next_to_latin_letters_and_digits() -> None:
 def test_other_text_tokenizes_exactly_as_exact_v1_did() -> None:
     """Real paragraphs in English, German, Russian and Chinese and the DuckDB docs: exact-v2
     changed nothing for them, so their indexes only differ where Thai...Hangul occur."""
-    texts = [path.read_text(encoding="utf-8") for path in sorted(DOCS.rglob("*.md"))[:120]]
+    texts = [path.read_text(encoding="utf-8") for path in sorted(DUCKDB_DOCS.rglob("*.md"))[:120]]
     for language in ("en", "de", "ru", "zh"):
         corpus = EVALDATA / "ir" / "xquad-r-paragraphs" / language / "corpus.jsonl.gz"
         with gzip.open(corpus, "rt", encoding="utf-8") as handle:
