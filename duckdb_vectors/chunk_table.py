@@ -8,6 +8,7 @@ and, if callers should see it, the field of the same name on ``models.Chunk``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -374,15 +375,22 @@ def read_all(connection: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
 def content_statistics(connection: duckdb.DuckDBPyConnection) -> tuple[int, str]:
     """The chunk count and a content hash that depends only on what the chunks hold: ids,
     etags, and what the etags do not cover. Write times are left out, so indexing the same
-    documents twice gives the same hash."""
+    documents twice gives the same hash.
+
+    Each chunk's md5 is combined with XOR, which needs no order (chunk ids are unique, so no
+    two rows cancel out): hashing the rows in chunk-id order sorted the whole table on every
+    write, 1.0-1.2 s at a million chunks against 0.3-0.6 s, for a one-chunk append too.
+    """
     parts = ", ".join(f"coalesce(CAST({c.name} AS VARCHAR), '')" for c in COLUMNS if c.outside_etag)
     row = first_row(
         connection,
-        "SELECT count(*), coalesce(sha256(string_agg("
-        f"  concat_ws(chr(31), chunk_id, etag, {parts}),"
-        "  chr(30) ORDER BY chunk_id)), '') FROM chunks",
+        "SELECT count(*), bit_xor(md5_number("
+        f"  concat_ws(chr(31), chunk_id, etag, {parts}))) FROM chunks",
     )
-    return (int(row[0]), str(row[1])) if row else (0, "")
+    count, combined = (int(row[0]), row[1]) if row else (0, None)
+    if not count:
+        return 0, ""
+    return count, hashlib.sha256(f"{count}:{combined}".encode()).hexdigest()
 
 
 def _embedding_column(connection: duckdb.DuckDBPyConnection, wanted: bool) -> str:

@@ -34,7 +34,9 @@ class Manifest(BaseModel):
     tokenizer: str = Field(description="Name of the tokenizer behind the lexical index.")
     schema_version: int
     chunk_count: int = 0
-    content_hash: str = Field("", description="sha256 over ids, etags, sources and metadata.")
+    content_hash: str = Field(
+        "", description="Hash of every chunk's id, etag, source, position and metadata."
+    )
     slice_keys: list[str] = Field(
         default_factory=list, description="Metadata keys stamped by index runs (--set)."
     )

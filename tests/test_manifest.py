@@ -53,6 +53,13 @@ def test_content_hash_depends_on_content_not_on_order_or_time(tmp_path: Path) ->
         assert second.manifest.content_hash == first_hash
         second.add_texts(["z"], ids=["id0"])
         assert second.manifest.content_hash != first_hash
+        second.add_texts(["x"], metadatas=[{"lang": "en"}], ids=["id0"])
+        with_metadata = second.manifest.content_hash
+        assert with_metadata not in (first_hash, "")
+        second.add_texts(["x"], ids=["id0"])  # the same text: only its metadata is rewritten
+        assert second.manifest.content_hash == first_hash
+        second.delete_vectors(["id0", "id1"])
+        assert second.manifest.content_hash == ""
 
 
 def test_manifest_follows_deletes(db_path: Path) -> None:
