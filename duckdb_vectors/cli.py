@@ -616,26 +616,27 @@ def mcp(
     max_age: float | None,
 ) -> None:
     """Serve search, fetch and report to agents (Model Context Protocol)."""
-    from .mcp_http import HttpOptions
-    from .mcp_server import serve
+    from .warming import BackgroundWarmUp
 
     settings = Settings.resolve(read_only=read_only, auth_token=auth_token)
     # A server is read-only unless told otherwise, by the flag or DUCKDB_VECTORS_READ_ONLY,
     # which is parsed by the same rule as everywhere else.
     read_only = settings.read_only if "read_only" in settings.model_fields_set else True
-    http = (
-        HttpOptions(host, port, settings.auth_token, allowed_origins)
-        if transport == "http"
-        else None
-    )
-    serve(
-        db_path=db_path,
-        backend=backend,
-        model_path=model_path,
-        read_only=read_only,
-        http=http,
-        max_age=max_age,
-    )
+    # The index file is opened first, so a bad path fails at once, and its load starts before
+    # the MCP SDK is imported: the import (about a second) then overlaps the load.
+    with VectorStore(
+        db_path, backend, model_path=model_path, read_only=read_only, max_age=max_age
+    ) as store:
+        warm_up = BackgroundWarmUp(store).start()
+        from .mcp_http import HttpOptions
+        from .mcp_server import serve
+
+        http = (
+            HttpOptions(host, port, settings.auth_token, allowed_origins)
+            if transport == "http"
+            else None
+        )
+        serve(warm_up, http)
 
 
 @cli.command(

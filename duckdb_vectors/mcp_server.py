@@ -20,10 +20,8 @@ import binascii
 import dataclasses
 import json
 import re
-import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import unquote
 
@@ -47,6 +45,7 @@ from .models import IndexReport
 from .rendering import MIN_MAX_TOKENS, SearchOutput, report_as_text
 from .search import MATCH_MODES, Match
 from .store import VectorStore
+from .warming import BackgroundWarmUp
 
 # The most hits one tool call returns: an agent pays for every token of a tool's output.
 AGENT_MAX_RESULTS = 50
@@ -130,41 +129,19 @@ Offset = _argument(
 )
 
 
-class _WarmUp:
-    """Loads the model and the in-memory index once, in the background."""
-
-    def __init__(self, store: VectorStore) -> None:
-        self.store = store
-        self.done = threading.Event()
-        self.error: BaseException | None = None
-        self._started = threading.Lock()
-
-    def start(self) -> None:
-        """Start loading, once, however many times a transport enters the server's lifespan."""
-        if self._started.acquire(blocking=False):
-            threading.Thread(target=self._run, name="warm-up", daemon=True).start()
-
-    def _run(self) -> None:
-        try:
-            self.store.warm_up()
-        except BaseException as error:  # reported to the caller of the first search
-            self.error = error
-        finally:
-            self.done.set()
-
-    def wait(self) -> None:
-        self.done.wait()
-        if self.error is not None:
-            raise ToolError(f"the model could not be loaded: {self.error}")
-
-
 class IndexServer(MCPServer):
     """An MCP server whose resources are the documents of one index."""
 
-    def __init__(self, store: VectorStore, **settings: Any) -> None:
+    def __init__(self, store: VectorStore, warm_up: BackgroundWarmUp, **settings: Any) -> None:
         super().__init__(**settings)
         self.store = store
-        self.warm_up = _WarmUp(store)
+        self.warm_up = warm_up
+
+    def wait_until_loaded(self) -> None:
+        """Wait for the model and the in-memory index; a tool error if they failed to load."""
+        error = self.warm_up.wait()
+        if error is not None:
+            raise ToolError(f"the model could not be loaded: {error}")
 
     def health(self) -> tuple[int, dict[str, Any]]:
         """An HTTP status and a small summary: 200 once the model and the index are loaded,
@@ -198,8 +175,9 @@ class IndexServer(MCPServer):
         return [*await super().list_resources(), *documents]
 
 
-def build_server(store: VectorStore) -> IndexServer:
-    """An MCP server answering from ``store``; its warm-up starts when the server does."""
+def build_server(store: VectorStore, warm_up: BackgroundWarmUp | None = None) -> IndexServer:
+    """An MCP server answering from ``store``; its warm-up (``warm_up``, if already started
+    by the caller) starts when the server does, if not before."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
@@ -208,6 +186,7 @@ def build_server(store: VectorStore) -> IndexServer:
 
     server = IndexServer(
         store,
+        warm_up or BackgroundWarmUp(store),
         name="duckdb-vectors",
         version=package_version(),
         title="duckdb-vectors retrieval",
@@ -241,7 +220,7 @@ def build_server(store: VectorStore) -> IndexServer:
         if not isinstance(one_per_source, bool):
             raise ToolError("one_per_source must be true or false.")
         match = _choice("match", match, MATCH_MODES)
-        server.warm_up.wait()
+        server.wait_until_loaded()
         try:
             hits = store.query(
                 query, top_k, filter=filter, one_per_source=one_per_source, match=match
@@ -377,26 +356,13 @@ def _choice(name: str, value: Any, choices: tuple[Match, ...]) -> Match:
     return value
 
 
-def serve(
-    db_path: Path | str | None = None,
-    backend: str | None = None,
-    model_path: Path | None = None,
-    read_only: bool = True,
-    http: HttpOptions | None = None,
-    max_age: float | None = None,
-) -> None:
-    """Open the index and serve it: over stdio until the client closes the connection, or,
-    given ``http`` options, over streamable HTTP until SIGTERM."""
-    store = VectorStore(
-        db_path, backend, model_path=model_path, read_only=read_only, max_age=max_age
-    )
-    try:
-        server = build_server(store)
-        if http is None:
-            anyio.run(server.run_stdio_async)
-        else:
-            from .mcp_http import serve_http  # uvicorn and starlette: only for HTTP
+def serve(warm_up: BackgroundWarmUp, http: HttpOptions | None = None) -> None:
+    """Serve the store that ``warm_up`` loads: over stdio until the client closes the
+    connection, or, given ``http`` options, over streamable HTTP until SIGTERM."""
+    server = build_server(warm_up.store, warm_up)
+    if http is None:
+        anyio.run(server.run_stdio_async)
+    else:
+        from .mcp_http import serve_http  # uvicorn and starlette: only for HTTP
 
-            serve_http(server, http)
-    finally:
-        store.close()
+        serve_http(server, http)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -409,3 +410,35 @@ def test_resources_list_is_paginated(tmp_path: Path) -> None:
             assert pages == 2 and len(uris) == len(set(uris)) == count + 1
 
     anyio.run(scenario)
+
+
+# Records, as the real server starts, whether the MCP SDK was imported yet.
+LOAD_STARTS_BEFORE_SDK = """
+import sys
+from duckdb_vectors import warming
+from duckdb_vectors.cli import main
+
+start = warming.BackgroundWarmUp.start
+def recorded_start(self):
+    print("sdk imported when the load started:", "mcp" in sys.modules, file=sys.stderr)
+    return start(self)
+warming.BackgroundWarmUp.start = recorded_start
+sys.argv = ["duckdb-vectors", "mcp"]
+main()
+"""
+
+
+def test_the_index_starts_loading_before_the_mcp_sdk_is_imported(index: Path) -> None:
+    """The SDK's import (about a second) overlaps the load, so a spawned server is ready to
+    search sooner; the server still answers (here: stdin closes at once, and it exits)."""
+    environment = {**os.environ, **server(index).env}
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_STARTS_BEFORE_SDK],
+        input="",
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "sdk imported when the load started: False" in result.stderr
