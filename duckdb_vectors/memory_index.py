@@ -202,7 +202,7 @@ class MemoryIndex:
         _release_cached_blocks(connection)
         rows = None
         if len(keys) <= RESIDENT_ROWS_LIMIT:
-            rows = chunk_table.read_all(connection)
+            rows = chunk_table.read_all(connection, keys)
             _release_cached_blocks(connection)
         return cls(connection, keys, vectors, inverted, rows)
 

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
 
-from duckdb_vectors import FusionSettings, InvalidRankingSQLError, VectorStore, memory_index
+from duckdb_vectors import (
+    FusionSettings,
+    InvalidRankingSQLError,
+    VectorStore,
+    chunk_table,
+    memory_index,
+)
 from duckdb_vectors.memory_index import MemoryIndex
 from duckdb_vectors.search import BM25_B, BM25_K1, Ranking, Scope, SqlSearcher, fuse
 from duckdb_vectors.tokenizer import tokenize
@@ -324,6 +330,7 @@ def test_a_snapshot_ranks_like_sql_whatever_order_keys_and_rows_are_in(
     exactly as SQL does."""
     monkeypatch.setattr(memory_index, "RESIDENT_ROWS_LIMIT", 10_000 if resident_rows else 0)
     monkeypatch.setattr(memory_index, "KEY_TABLE_MAX_SPAN", 0 if keys == "by search" else 8)
+    monkeypatch.setattr(chunk_table, "ROWS_PER_READ", 7)  # rows held are read in many parts
     documents = scifact_documents(120)
     store = VectorStore(tmp_path / "x.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL)
     ids = [d["_id"] for d in documents]
@@ -350,4 +357,5 @@ def test_a_snapshot_ranks_like_sql_whatever_order_keys_and_rows_are_in(
             assert list(from_memory.keys) == list(from_sql.keys), (query, rank)
             assert np.allclose(from_memory.scores, from_sql.scores, rtol=1e-4, atol=1e-5)
             assert memory.chunks(from_memory.keys) == sql.chunks(from_sql.keys)
+    assert memory.chunks(memory.keys) == sql.chunks(memory.keys)
     store.close()
