@@ -2,7 +2,7 @@
 
 Transformers run on fastembed's ONNX runtime. Static models (a folder in the model2vec layout)
 are embedded by ``static.StaticModel``, which gives fastembed's vectors without importing it:
-a one-shot search saves ~0.45 s and a reader ~55 MB. A static model fastembed has just
+a one-shot search saves ~0.45 s and a reader 50-70 MB. A static model fastembed has just
 downloaded is embedded by ``StaticModel`` too, so an index and its queries always share one
 implementation.
 """

@@ -2,16 +2,16 @@
 
 A static model is a tokenizer plus a table of token vectors: a text's vector is the normalised
 mean of its tokens' rows. fastembed computes that too, but importing it imports onnxruntime
-(~0.45 s per one-shot search, ~55 MB of a reader's RSS) for a model that runs no network.
+(~0.45 s per one-shot search, 50-70 MB of a reader's RSS) for a model that runs no network.
 
 Why not a library: model2vec's vectors differ from fastembed's (it averages in the table's
 float16 and cuts long texts by characters before tokenizing: cosine down to 0.975 on the DuckDB
 docs), so an index built by fastembed would be searched with other vectors; and the
-``safetensors`` package reads numpy tensors into memory, while the table must stay
-memory-mapped. So this module repeats fastembed 0.9.1's arithmetic step for step (truncation to
-512 tokens, unknown tokens left out, one float32 sum for a single text, a count-matrix product
-per batch of 256 otherwise) and gives bit-identical vectors; tests/test_static_embedder.py
-compares the two on thousands of real and odd texts.
+``safetensors`` package copies a tensor into memory for numpy (the whole table), while the
+table must stay memory-mapped. So this module repeats fastembed 0.9.1's arithmetic step for
+step (truncation to 512 tokens, unknown tokens left out, one float32 sum for a single text, a
+count-matrix product per batch of 256 otherwise) and gives bit-identical vectors;
+tests/test_static_embedder.py compares the two on thousands of real and odd texts.
 """
 
 from __future__ import annotations
