@@ -38,7 +38,7 @@ def test_a_static_models_table_is_memory_mapped_not_read() -> None:
     """A reader holds only the rows its queries touch (potion-multilingual's table: ~0.5 GB)."""
     embedder = get_embedder(DEFAULT_BACKEND, model_path=STATIC_MODEL)
     query = embedder.embed_query(["memory mapped"])
-    assert isinstance(embedder._loaded().model.embeddings, np.memmap)
+    assert isinstance(embedder._loaded().embeddings, np.memmap)
     assert query.shape == (1, 256) and np.isclose(np.linalg.norm(query), 1.0)
 
 

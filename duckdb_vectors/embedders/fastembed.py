@@ -1,4 +1,11 @@
-"""Local ONNX and static embeddings via fastembed: ``fastembed:<model>`` and ``hf:<repo-id>``."""
+"""Local embeddings: ``fastembed:<model>`` and ``hf:<repo-id>``.
+
+Transformers run on fastembed's ONNX runtime. Static models (a folder in the model2vec layout)
+are embedded by ``static.StaticModel``, which gives fastembed's vectors without importing it:
+a one-shot search saves ~0.45 s and a reader 50-70 MB. A static model fastembed has just
+downloaded is embedded by ``StaticModel`` too, so an index and its queries always share one
+implementation.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,12 @@ import logging
 import os
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -19,14 +27,13 @@ from threadpoolctl import ThreadpoolController
 
 from ..errors import EmbedderError
 from .base import BaseEmbedder, EmbedderSpec, as_matrix, fingerprint_directory
+from .static import StaticModel, is_static_model
 
-_STATIC_BATCH = 256
 # A transformer's attention memory grows with batch x tokens^2: 256 chunks of 512 tokens took
 # MiniLM-L6 past 24 GB (killed); 16 kept it near 2 GB and ran no slower than 32 or 64.
 _TRANSFORMER_BATCH = 16
-# A static model's embedding table is memory-mapped, not read: a query touches a few of its
-# rows, so a reader holds only those (the 256-dimension test model: 26 MB of RSS instead of
-# 41; potion-multilingual-128M's table is ~0.5 GB). fastembed's ONNX models ignore the option.
+# When fastembed downloads a static model it loads it once before StaticModel takes over:
+# memory-mapped, that costs no read of the table. fastembed's ONNX models ignore the option.
 _MODEL_OPTIONS = {"mmap": True}
 # Static models sum token vectors with one matrix product per batch. On 2 cores, OpenBLAS's
 # threads made that 1.3x slower (they spin while the tokenizer's own threads run) and, while
@@ -38,6 +45,30 @@ _OFFLINE_HINT = (
     "set DUCKDB_VECTORS_MODEL_PATH (or model_path=) to a local copy of the model, "
     "or allow network access so it can be downloaded"
 )
+
+
+class LoadedModel(Protocol):
+    """A model ready to embed: a static model, or a transformer run by fastembed."""
+
+    directory: Path
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class TransformerModel:
+    """A fastembed ``TextEmbedding`` of an ONNX transformer."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.directory = Path(model.model._model_dir)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return as_matrix(list(self.model.embed(list(texts), batch_size=_TRANSFORMER_BATCH)))
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return as_matrix(list(self.model.query_embed(list(texts))))
 
 
 class FastEmbedEmbedder(BaseEmbedder):
@@ -62,19 +93,18 @@ class FastEmbedEmbedder(BaseEmbedder):
         self.model_path = model_path
         self.cache_dir = cache_dir
         self.spec = spec or f"fastembed:{model_name}"
-        self._model: Any = None
+        self._model: LoadedModel | None = None
         self._fingerprint: str | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._loaded()
-        batch_size = _STATIC_BATCH if _is_static(model) else _TRANSFORMER_BATCH
         with _BLAS.limit(limits=1, user_api="blas"):
-            return as_matrix(list(model.embed(list(texts), batch_size=batch_size)))
+            return model.embed(texts)
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
-        return as_matrix(list(self._loaded().query_embed(list(texts))))
+        return self._loaded().embed_query(texts)
 
     def fingerprint(self) -> str | None:
         if self._fingerprint is None:
@@ -83,16 +113,46 @@ class FastEmbedEmbedder(BaseEmbedder):
 
     def model_directory(self) -> Path:
         """Where the model files were loaded from (loads the model if needed)."""
-        return Path(self._loaded().model._model_dir)
+        return self._loaded().directory
 
-    def _loaded(self) -> Any:
+    def _loaded(self) -> LoadedModel:
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
                     self._model = self._load()
         return self._model
 
-    def _load(self) -> Any:
+    def _load(self) -> LoadedModel:
+        if self.model_path is not None and not Path(self.model_path).is_dir():
+            raise EmbedderError(f"model path {self.model_path} is not a directory")
+        folder = Path(self.model_path) if self.model_path else self._cached_folder()
+        if folder is not None and is_static_model(folder):
+            return self._load_static(folder)
+        model = self._load_with_fastembed()
+        directory = Path(model.model._model_dir)
+        if _is_static(model):  # downloaded just now: embedded by StaticModel like later runs
+            return self._load_static(directory)
+        return TransformerModel(model)
+
+    def _load_static(self, folder: Path) -> StaticModel:
+        try:
+            return StaticModel(folder)
+        except Exception as error:  # tokenizers raises a bare Exception for a bad tokenizer.json
+            raise self._unloadable(folder, error) from error
+
+    def _cached_folder(self) -> Path | None:
+        """The snapshot folder of ``model_name`` in fastembed's cache (hub layout: refs/main
+        names the snapshot), if there is one. A model whose hub repository is named otherwise
+        (fastembed's own ONNX exports) is not found here, and fastembed finds it."""
+        entry = _fastembed_cache(self.cache_dir) / f"models--{self.model_name.replace('/', '--')}"
+        try:
+            revision = (entry / "refs" / "main").read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        snapshot = entry / "snapshots" / revision
+        return snapshot if revision and snapshot.is_dir() else None
+
+    def _load_with_fastembed(self) -> Any:
         TextEmbedding = _import_fastembed()  # imported late: it costs ~0.4 s
 
         if self.model_path is not None:
@@ -125,15 +185,11 @@ class FastEmbedEmbedder(BaseEmbedder):
 
     def _cached(self) -> bool:
         """Whether fastembed's cache seems to hold the model (a folder named after it)."""
-        from fastembed.common.utils import define_cache_dir
-
         name = self.model_name.rsplit("/", 1)[-1].lower()
-        cache = define_cache_dir(str(self.cache_dir) if self.cache_dir else None)
-        return any(name in entry.name.lower() for entry in cache.iterdir())
+        cache = _fastembed_cache(self.cache_dir)
+        return cache.is_dir() and any(name in entry.name.lower() for entry in cache.iterdir())
 
     def _load_local(self, text_embedding: Any, folder: Path) -> Any:
-        if not folder.is_dir():
-            raise EmbedderError(f"model path {folder} is not a directory")
         try:
             return text_embedding(
                 self.model_name, specific_model_path=str(folder), **_MODEL_OPTIONS
@@ -145,9 +201,20 @@ class FastEmbedEmbedder(BaseEmbedder):
                 " point --model-path (DUCKDB_VECTORS_MODEL_PATH) at a folder of that model"
             ) from error
         except Exception as error:
-            raise EmbedderError(
-                f"cannot load model {self.model_name} from {folder}: {_reason(error)}"
-            ) from error
+            raise self._unloadable(folder, error) from error
+
+    def _unloadable(self, folder: Path, error: Exception) -> EmbedderError:
+        return EmbedderError(f"cannot load model {self.model_name} from {folder}: {_reason(error)}")
+
+
+def _fastembed_cache(cache_dir: Path | None) -> Path:
+    """The folder fastembed keeps downloads in, found as fastembed 0.9 finds it, without
+    importing it: ``cache_dir``, else ``FASTEMBED_CACHE_PATH``, else the temp folder's
+    ``fastembed_cache``."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    default = Path(tempfile.gettempdir()) / "fastembed_cache"
+    return Path(os.environ.get("FASTEMBED_CACHE_PATH", default))
 
 
 def hub_unreachable(timeout: float = 3.0) -> bool:
@@ -185,7 +252,7 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
         self.normalize = spec.options.get("normalize", "true").lower() != "false"
         self.model_file = spec.options.get("file")
 
-    def _load(self) -> Any:
+    def _load(self) -> LoadedModel:
         TextEmbedding = _import_fastembed()
         from fastembed.common.model_description import ModelSource, PoolingType
 
