@@ -36,6 +36,8 @@ class Column:
         outside_etag: the etag (a hash of title and text) does not cover it, so it is rewritten
             for a chunk whose etag is unchanged and is part of the index's content hash.
         read_as: the SQL it is read back with, when that is not just its name.
+        derived: written by this module from the other columns, never read into a ``Chunk``
+            nor offered to a user's ``where``.
     """
 
     name: str
@@ -43,6 +45,7 @@ class Column:
     constraint: str = ""
     outside_etag: bool = False
     read_as: str | None = None
+    derived: bool = False
 
     def definition(self, dimension: int) -> str:
         return f"{self.name} {self.sql_type.format(dimension=int(dimension))} {self.constraint}"
@@ -66,6 +69,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("stamped_at", "TIMESTAMPTZ", "NOT NULL", read_as="epoch_us(stamped_at)"),
     Column("token_count", "INTEGER", "NOT NULL"),
     Column("embedding", "FLOAT[{dimension}]", "NOT NULL"),
+    # The chunk's part of the index's content hash (``content_statistics``), kept with it so the
+    # hash is one XOR over this column after a write, not an md5 of every row.
+    Column("content_digest", "UHUGEINT", "NOT NULL", derived=True),
 )
 _BY_NAME = {column.name: column for column in COLUMNS}
 # The columns a ``Chunk`` is read back from (its embedding only when asked for).
@@ -78,7 +84,9 @@ CHUNK_SELECT = ", ".join(
     for name in CHUNK_FIELDS
 )
 # Columns a user's ``where`` or ``rescore`` fragment may name, typed for checking it unbound.
-SCOPE_COLUMNS: tuple[Column, ...] = tuple(c for c in COLUMNS if c.name != "embedding")
+SCOPE_COLUMNS: tuple[Column, ...] = tuple(
+    c for c in COLUMNS if c.name != "embedding" and not c.derived
+)
 
 
 def create_empty(connection: duckdb.DuckDBPyConnection) -> None:
@@ -173,7 +181,8 @@ def insert(
 ) -> None:
     """Insert rows made by ``encode``, and their postings."""
     names = ", ".join(c.name for c in COLUMNS)
-    selected = ", ".join("$1" if c.name == "stamped_at" else c.name for c in COLUMNS)
+    written_as = {"stamped_at": "$1", "content_digest": _content_digest()}
+    selected = ", ".join(written_as.get(c.name, c.name) for c in COLUMNS)
     columns = {name: values for name, values in rows.items() if name != "tokens"}
     with registered_arrow(connection, "new_chunks", columns):
         connection.execute(
@@ -228,6 +237,7 @@ def restamp_unchanged(
     }
     outside_etag = [c for c in COLUMNS if c.outside_etag]
     assignments = ", ".join(f"{c.name} = CAST(u.{c.name} AS {c.sql_type})" for c in outside_etag)
+    assignments += f", content_digest = {_content_digest(own='chunks.', changed='u.')}"
     with registered(connection, "unchanged_chunks", updates):
         connection.execute(
             f"UPDATE chunks SET {assignments}, stamped_at = $1"
@@ -395,20 +405,45 @@ def content_statistics(connection: duckdb.DuckDBPyConnection) -> tuple[int, str]
     etags, and what the etags do not cover. Write times are left out, so indexing the same
     documents twice gives the same hash.
 
-    Each chunk's md5 is combined with XOR, which needs no order (chunk ids are unique, so no
-    two rows cancel out): hashing the rows in chunk-id order sorted the whole table on every
-    write, 1.0-1.2 s at a million chunks against 0.3-0.6 s, for a one-chunk append too.
+    The chunks' digests are combined with XOR, which needs no order (chunk ids are unique, so
+    no two rows cancel out) and reads one column: hashing every row in chunk-id order took
+    1.0-1.2 s after each write at a million chunks, a one-chunk append too.
     """
-    parts = ", ".join(f"coalesce(CAST({c.name} AS VARCHAR), '')" for c in COLUMNS if c.outside_etag)
-    row = first_row(
-        connection,
-        "SELECT count(*), bit_xor(md5_number("
-        f"  concat_ws(chr(31), chunk_id, etag, {parts}))) FROM chunks",
-    )
+    row = first_row(connection, "SELECT count(*), bit_xor(content_digest) FROM chunks")
     count, combined = (int(row[0]), row[1]) if row else (0, None)
     if not count:
         return 0, ""
     return count, hashlib.sha256(f"{count}:{combined}".encode()).hexdigest()
+
+
+def add_content_digest(connection: duckdb.DuckDBPyConnection) -> None:
+    """Give a table made before schema version 6 its ``content_digest`` column, filled in (a
+    table made since has it)."""
+    found = scalar(
+        connection,
+        "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()"
+        " AND table_name = 'chunks' AND column_name = 'content_digest'",
+    )
+    if found:
+        return
+    # Every ALTER before the UPDATE: DuckDB cannot rebuild the primary key's index for an ALTER
+    # while the transaction holds updates ("Cannot create index with outstanding updates").
+    connection.execute("ALTER TABLE chunks ADD COLUMN content_digest UHUGEINT NOT NULL DEFAULT 0")
+    connection.execute("ALTER TABLE chunks ALTER COLUMN content_digest DROP DEFAULT")
+    connection.execute(f"UPDATE chunks SET content_digest = {_content_digest()}")
+
+
+def _content_digest(own: str = "", changed: str = "") -> str:
+    """SQL for a chunk's ``content_digest``: the md5 of its id, its etag and the columns the
+    etag does not cover, read as ``{own}chunk_id``, ``{own}etag`` and ``{changed}<column>``.
+    Each column is cast to its type first, so a row about to be written hashes as it will
+    read back."""
+    parts = ", ".join(
+        f"coalesce(CAST(CAST({changed}{c.name} AS {c.sql_type}) AS VARCHAR), '')"
+        for c in COLUMNS
+        if c.outside_etag
+    )
+    return f"md5_number(concat_ws(chr(31), {own}chunk_id, {own}etag, {parts}))"
 
 
 def _embedding_column(connection: duckdb.DuckDBPyConnection, wanted: bool) -> str:

@@ -66,6 +66,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "postings by term id", postings.create, readable_without=True),
     # Writers of this version keep the codes of a quantized index; older ones would not.
     Migration(5, "vector_codes: int8 codes", vector_codes.create_empty, readable_without=True),
+    Migration(
+        6,
+        "chunks.content_digest: each chunk's part of the content hash",
+        chunk_table.add_content_digest,
+        readable_without=True,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 UPGRADE_COMMAND = "duckdb-vectors upgrade --db"  # brings a file up to this version

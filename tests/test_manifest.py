@@ -138,12 +138,40 @@ def with_postings_by_term_string(connection: duckdb.DuckDBPyConnection) -> None:
     connection.execute("ALTER TABLE by_string RENAME TO postings")
 
 
+def without_content_digests(connection: duckdb.DuckDBPyConnection) -> None:
+    """What schemas 1-5 stored: no ``chunks.content_digest``."""
+    connection.execute("ALTER TABLE chunks DROP COLUMN content_digest")
+
+
+def test_migrating_to_content_digests_keeps_the_content_hash(db_path: Path) -> None:
+    """Schema 6 keeps each chunk's part of the content hash in ``content_digest``; a file from
+    before gets them computed when it is migrated, and its hash is the one a fresh index of
+    the same chunks has, before and after a write."""
+    texts = ["apples are red", "the sky is blue"]
+    with build(db_path, texts) as store:
+        store.add_texts(texts[:1], ids=["id0"], metadatas=[{"lang": "en"}])
+        built = store.manifest.content_hash
+    with duckdb.connect(str(db_path)) as connection:
+        connection.execute("DELETE FROM schema_migrations WHERE version > 5")
+        without_content_digests(connection)
+    with VectorStore(db_path, read_only=True, model_path=STATIC_MODEL) as store:
+        assert store.query_text("sky")[0].chunk.text == "the sky is blue"  # readable unmigrated
+    with VectorStore(db_path, model_path=STATIC_MODEL) as store:  # read-write: migrated
+        store.add_texts(["grass is green"], ids=["id2"])
+        store.delete_vectors(["id2"])
+        assert store.manifest.content_hash == built
+    with duckdb.connect(str(db_path), read_only=True) as connection:
+        nulls = "SELECT count(*) FROM chunks WHERE content_digest IS NULL"
+        assert connection.execute(nulls).fetchall() == [(0,)]
+
+
 def as_written_by_version_2(db_path: Path, *, written: bool = True) -> None:
     """Make an index file what version 2 of the schema left: postings by term string, and
     ``chunks`` only once something was written (version 3 creates it up front)."""
     with duckdb.connect(str(db_path)) as connection:
         connection.execute("DELETE FROM schema_migrations WHERE version > 2")
         with_postings_by_term_string(connection)
+        without_content_digests(connection)
         if not written:
             connection.execute("DROP TABLE chunks")
             connection.execute("DELETE FROM manifest")
@@ -221,6 +249,7 @@ def test_a_schema_version_1_index_is_refused_read_only_with_the_command_that_mig
         connection.execute("DELETE FROM schema_migrations WHERE version > 1")
         connection.execute("DROP TABLE documents")
         with_postings_by_term_string(connection)
+        without_content_digests(connection)
     with pytest.raises(NotAnIndexError, match=r"schema version is 1, .*duckdb-vectors upgrade"):
         VectorStore(db_path, read_only=True)
     VectorStore(db_path, model_path=STATIC_MODEL).close()  # read-write: migrated
