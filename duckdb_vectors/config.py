@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import ByteSize, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import InvalidSettingError
@@ -75,6 +75,14 @@ class Settings(BaseSettings):
         description=(
             "Answer queries from an in-memory copy of vectors and postings, loaded on first "
             "query or warm_up(). Off: every query is answered by SQL in DuckDB (one-shot use)."
+        ),
+    )
+    memory_budget: ByteSize | None = Field(
+        None,
+        description=(
+            "The most memory the in-memory index may take (bytes, or e.g. 512MB, 2GiB); one"
+            " that would need more is not loaded, and queries are answered by SQL. Default:"
+            " what the container (cgroup) or the machine has available when it loads."
         ),
     )
     quantize: Quantization | None = Field(

@@ -9,6 +9,7 @@ together, and ``manifest`` records what the index holds.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,7 @@ from . import (
     inputs,
     postings,
     remote,
+    resources,
     slices,
     vector_codes,
     writes,
@@ -44,7 +46,7 @@ from .embedders import Embedder, get_embedder
 from .errors import NotAnIndexError, ReadOnlyError
 from .inputs import MAX_RESULTS
 from .manifest import Manifest, Quantization, read_manifest, refreshed, write_manifest
-from .memory_index import MemoryIndex
+from .memory_index import MemoryIndex, estimated_bytes
 from .models import Chunk, IndexReport, PublishedSource, SearchResults, VectorPage
 from .ranking_sql import execute_user_sql, validate_fragment
 from .retokenize import current_manifest
@@ -61,6 +63,7 @@ __all__ = ["MAX_RESULTS", "VectorStore", "WriteStats"]
 # million-chunk Parquet import peaked at 3.1 GB that way, and at 1.5 GB with this limit; at
 # 300k chunks it was no slower (79 s either way). Above it DuckDB evicts, and sorts spill.
 WRITE_MEMORY_LIMIT = 512 << 20
+logger = logging.getLogger(__name__)
 
 
 class VectorStore:
@@ -78,6 +81,10 @@ class VectorStore:
             is always read-only.
         memory_index: answer from an in-memory snapshot (long-lived processes) instead of
             querying DuckDB each time (one-shot processes).
+        memory_budget: the most memory that snapshot may take (bytes, or ``"512MB"``;
+            ``DUCKDB_VECTORS_MEMORY_BUDGET``; default: what the container or machine has
+            available when it loads). One that needs more is not loaded: queries are
+            answered from DuckDB, and a warning says so once.
         quantize: ``"int8"`` also stores int8 codes of the vectors, and the in-memory snapshot
             ranks those (a quarter of the memory), rescoring the best candidates with the exact
             float32 vectors (``DUCKDB_VECTORS_QUANTIZE``). The index records it, so later opens
@@ -98,6 +105,7 @@ class VectorStore:
         cache_dir: str | Path | None = None,
         read_only: bool | None = None,
         memory_index: bool | None = None,
+        memory_budget: int | str | None = None,
         quantize: Quantization | None = None,
         fusion: FusionSettings | None = None,
         max_age: float | str | None = None,
@@ -110,6 +118,7 @@ class VectorStore:
             "cache_dir": cache_dir,
             "read_only": read_only,
             "memory_index": memory_index,
+            "memory_budget": memory_budget,
             "quantize": quantize,
             "fusion": fusion,
             "max_age": max_age,
@@ -140,6 +149,7 @@ class VectorStore:
         self._embedder = embedder
         self._embedder_checked = False
         self._memory: MemoryIndex | None = None
+        self._fits_in_memory: bool | None = None  # see _memory_index_fits
         self._transaction_depth = 0
         self._stamped_keys: set[str] = set()  # slice keys written since the last refresh
         if self.manifest is not None and self.manifest.quantization != self.quantization:
@@ -508,10 +518,10 @@ class VectorStore:
             return self._memory if len(self._memory) else None
         if self.count() == 0:
             return None
-        if not self.settings.memory_index:
+        quantization = self.manifest.quantization if self.manifest else None
+        if not self.settings.memory_index or not self._memory_index_fits(quantization):
             return SqlSearcher(self._connection, self._dimension())
         try:
-            quantization = self.manifest.quantization if self.manifest else None
             self._memory = MemoryIndex.load(
                 self._connection, quantization, committed=not self._transaction_depth
             )
@@ -520,6 +530,25 @@ class VectorStore:
         except NotAnIndexError as error:
             raise NotAnIndexError(f"{self.db_path} is not a usable index: {error}") from None
         return self._memory
+
+    def _memory_index_fits(self, quantization: Quantization | None) -> bool:
+        """Whether the in-memory index fits the memory budget (decided once per store: a
+        process that answers from SQL keeps doing so); if not, say why, once."""
+        if self._fits_in_memory is None:
+            needed = estimated_bytes(self._connection, quantization)
+            budget = self.settings.memory_budget or resources.available_memory()
+            self._fits_in_memory = budget is None or needed <= budget
+            if not self._fits_in_memory:
+                logger.warning(
+                    "%s: the in-memory index needs about %d MB and %d MB are available"
+                    " (memory_budget, or the container's limit); answering from SQL instead,"
+                    " about 1 s a query per million chunks: give it more memory, or quantize"
+                    " it (upgrade --quantize int8: a quarter of the vectors' memory)",
+                    self.db_path,
+                    needed >> 20,
+                    (budget or 0) >> 20,
+                )
+        return self._fits_in_memory
 
     def _apply(
         self, batch: writes.PlannedBatch, embeddings: np.ndarray | None, stamp: datetime

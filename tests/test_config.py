@@ -54,6 +54,11 @@ def test_fusion_knobs_from_the_environment(monkeypatch) -> None:
         ("DUCKDB_VECTORS_MAX_AGE", "soon", "DUCKDB_VECTORS_MAX_AGE='soon' is not valid: 'soon'"),
         ("DUCKDB_VECTORS_READ_ONLY", "maybe", "DUCKDB_VECTORS_READ_ONLY='maybe' is not valid"),
         (
+            "DUCKDB_VECTORS_MEMORY_BUDGET",
+            "lots",
+            "DUCKDB_VECTORS_MEMORY_BUDGET='lots' is not valid: could not parse",
+        ),
+        (
             "DUCKDB_VECTORS_FUSION_LEXICAL_WEIGHT",
             "3",
             "DUCKDB_VECTORS_FUSION_LEXICAL_WEIGHT='3' is not valid: Input should be less than",
