@@ -264,6 +264,14 @@ def test_hardened_run_with_no_network_and_a_read_only_root(image: str) -> None:
     assert result.stderr == ""  # no warnings from a read-only file system
 
 
+def test_the_container_memory_limit_is_what_the_index_must_fit(image: str) -> None:
+    """The in-memory index is loaded only if it fits (see ``memory_budget``): inside a
+    container, the room left under its cgroup's limit."""
+    script = "from duckdb_vectors.resources import available_memory; print(available_memory())"
+    run = ("run", "--rm", "--memory", "300m", "--entrypoint", "python", image, "-c", script)
+    assert 0 < int(docker_cli(*run).stdout) <= 300 << 20
+
+
 def test_the_runtime_image_carries_only_what_serving_needs(image: str) -> None:
     listing = shell(
         image,

@@ -25,38 +25,34 @@ def answers(store: VectorStore) -> list[list[tuple[str, float]]]:
     return [[(hit.chunk.chunk_id, hit.score) for hit in store.query(q)] for q in QUERIES]
 
 
-def test_an_index_over_the_budget_is_answered_from_sql_and_says_why(
-    index: Path, caplog: pytest.LogCaptureFixture
+def keys(found: list[list[tuple[str, float]]]) -> list[list[str]]:
+    return [[chunk_id for chunk_id, _ in hits] for hits in found]
+
+
+@pytest.mark.parametrize(("budget", "fits"), [("1KB", False), ("1GB", True)])
+def test_the_in_memory_index_is_loaded_only_if_it_fits_the_budget(
+    index: Path, caplog: pytest.LogCaptureFixture, budget: str, fits: bool
 ) -> None:
+    """Over the budget, queries are answered from SQL, as a one-shot process does, and one
+    warning (not one per query) names the file and what to do."""
     with VectorStore(index, read_only=True, model_path=STATIC_MODEL, memory_index=False) as sql:
-        expected = answers(sql)
+        from_sql = answers(sql)
     with (
         caplog.at_level(logging.WARNING, logger="duckdb_vectors.store"),
-        VectorStore(index, read_only=True, model_path=STATIC_MODEL, memory_budget="1KB") as store,
+        VectorStore(index, read_only=True, model_path=STATIC_MODEL, memory_budget=budget) as store,
     ):
         store.warm_up()
-        assert answers(store) == expected
-        assert answers(store) == expected  # said once, not per query
+        found, found_again = answers(store), answers(store)
+        held = len(store._memory or [])
+    assert held == (len(INTRO_TEXTS) if fits else 0)
+    assert keys(found) == keys(found_again) == keys(from_sql)
     warnings = [r.getMessage() for r in caplog.records if r.name == "duckdb_vectors.store"]
-    assert len(warnings) == 1
-    assert str(index) in warnings[0] and "answering from SQL" in warnings[0]
-    assert "\n" not in warnings[0]
-
-
-def test_an_index_within_the_budget_is_loaded(
-    index: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    with VectorStore(index, read_only=True, model_path=STATIC_MODEL, memory_index=False) as sql:
-        expected = answers(sql)
-    with (
-        caplog.at_level(logging.WARNING, logger="duckdb_vectors.store"),
-        VectorStore(index, read_only=True, model_path=STATIC_MODEL, memory_budget="1GB") as store,
-    ):
-        store.warm_up()
-        assert len(store._memory or []) == len(INTRO_TEXTS)  # the snapshot answers
-        got = answers(store)
-    assert [[key for key, _ in hits] for hits in got] == [[k for k, _ in e] for e in expected]
-    assert not [r for r in caplog.records if r.name == "duckdb_vectors.store"]
+    if fits:
+        assert warnings == []
+    else:
+        assert found == from_sql  # the very same SQL ranking
+        assert len(warnings) == 1 and "\n" not in warnings[0]
+        assert str(index) in warnings[0] and "answering from SQL" in warnings[0]
 
 
 def test_the_memory_available_is_what_linux_reports() -> None:
