@@ -130,7 +130,7 @@ def encode(
 def token_columns(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each text's BM25 token count, and its tokens joined by spaces (a token never holds one).
 
-    The postings are counted from the joined tokens in SQL (``postings.insert``), which is
+    The postings are counted from the joined tokens (``postings.insert``), which is
     faster than a Counter per chunk and hands DuckDB one string per chunk instead of one per
     posting.
     """
