@@ -48,6 +48,7 @@ from .memory_index import MemoryIndex
 from .models import Chunk, IndexReport, PublishedSource, SearchResults, VectorPage
 from .ranking_sql import execute_user_sql, validate_fragment
 from .retokenize import current_manifest
+from .rows import ChunkColumns
 from .schema import check_readable, migrate
 from .search import Match, Query, Scope, Searcher, SqlSearcher, answer
 from .tokenizer import tokenize
@@ -266,10 +267,11 @@ class VectorStore:
         return self.put_vector_batches([(chunks, matrix)], datetime.now(UTC))
 
     def put_vector_batches(
-        self, batches: Iterable[tuple[list[Chunk], np.ndarray]], stamp: datetime
+        self, batches: Iterable[tuple[list[Chunk] | ChunkColumns, np.ndarray]], stamp: datetime
     ) -> WriteStats:
         """Upsert chunks with precomputed vectors (one row per chunk), a batch at a time, in one
-        transaction; a stream of batches (``index_parquet``) is never held whole."""
+        transaction; a stream of batches (``index_parquet``) is never held whole. A batch's
+        chunks may come as ``ChunkColumns``, which skips a ``Chunk`` per row."""
         total = WriteStats()
         seen_ids: set[str] = set()
         with self.transaction():
@@ -277,7 +279,8 @@ class VectorStore:
             # are read, and a repeated id is an error (``seen_ids``).
             known_new = chunk_table.count(self._connection) == 0
             for chunks, matrix in batches:
-                batch = writes.plan_batch(self._connection, chunks, matrix, seen_ids, known_new)
+                columns = chunks if isinstance(chunks, ChunkColumns) else ChunkColumns.of(chunks)
+                batch = writes.plan_batch(self._connection, columns, matrix, seen_ids, known_new)
                 total += self._apply(batch, batch.embeddings(None), stamp)
         return total
 
