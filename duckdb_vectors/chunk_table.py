@@ -161,8 +161,9 @@ def insert(
     connection: duckdb.DuckDBPyConnection,
     rows: dict[str, Sequence[Any] | np.ndarray],
     stamp: datetime,
+    run: postings.Run | None = None,
 ) -> None:
-    """Insert rows made by ``encode``, and their postings."""
+    """Insert rows made by ``encode``, and their postings (or hand those to ``run``)."""
     names = ", ".join(c.name for c in COLUMNS)
     selected = ", ".join("$1" if c.name == "stamped_at" else c.name for c in COLUMNS)
     columns = {name: values for name, values in rows.items() if name != "tokens"}
@@ -174,7 +175,7 @@ def insert(
     # time and 2.5x the memory (DuckDB 2.0), and the vectors would be converted again for
     # each of the postings' two scans.
     with registered(connection, "new_tokens", {"key": rows["key"], "tokens": rows["tokens"]}):
-        postings.insert(connection, "new_tokens")
+        postings.insert(connection, "new_tokens", run)
 
 
 def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int) -> None:

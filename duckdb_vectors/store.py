@@ -278,10 +278,14 @@ class VectorStore:
             # Into an empty index every id is new: nothing else writes while the batches
             # are read, and a repeated id is an error (``seen_ids``).
             known_new = chunk_table.count(self._connection) == 0
+            # Such a write's postings go in as one run in term order (see ``postings.Run``).
+            run = postings.Run(self._connection) if known_new else None
             for chunks, matrix in batches:
                 columns = chunks if isinstance(chunks, ChunkColumns) else ChunkColumns.of(chunks)
                 batch = writes.plan_batch(self._connection, columns, matrix, seen_ids, known_new)
-                total += self._apply(batch, batch.embeddings(None), stamp)
+                total += self._apply(batch, batch.embeddings(None), stamp, run)
+            if run is not None:
+                run.flush()
         return total
 
     def delete_vectors(self, keys: Sequence[str]) -> int:
@@ -525,12 +529,16 @@ class VectorStore:
         return self._memory
 
     def _apply(
-        self, batch: writes.PlannedBatch, embeddings: np.ndarray | None, stamp: datetime
+        self,
+        batch: writes.PlannedBatch,
+        embeddings: np.ndarray | None,
+        stamp: datetime,
+        run: postings.Run | None = None,
     ) -> WriteStats:
         if embeddings is not None:
             compatibility.check_written_dimension(self.db_path, self.manifest, embeddings.shape[1])
         self._memory = None
-        return writes.apply_batch(self._connection, batch, embeddings, stamp)
+        return writes.apply_batch(self._connection, batch, embeddings, stamp, run)
 
     def _delete_keys(self, keys: np.ndarray) -> int:
         self._memory = None

@@ -18,7 +18,7 @@ from itertools import islice
 import duckdb
 import numpy as np
 
-from . import chunk_table, rows
+from . import chunk_table, postings, rows
 from .db import threads_reserved
 from .embedders import Embedder
 from .models import Chunk
@@ -144,11 +144,13 @@ def apply_batch(
     batch: PlannedBatch,
     embeddings: np.ndarray | None,
     stamp: datetime,
+    run: postings.Run | None = None,
 ) -> WriteStats:
-    """Replace the changed chunks (rows and postings) and restamp the unchanged ones."""
+    """Replace the changed chunks (rows and postings; ``run``: see ``postings.Run``) and
+    restamp the unchanged ones."""
     if batch.changed and embeddings is not None:
         chunk_table.ensure_embedding(connection, embeddings.shape[1])
-        _replace_changed(connection, batch, embeddings, stamp)
+        _replace_changed(connection, batch, embeddings, stamp, run)
     changed = set(batch.changed)
     same = [i for i in range(len(batch.chunks)) if i not in changed]
     if same:
@@ -161,6 +163,7 @@ def _replace_changed(
     batch: PlannedBatch,
     embeddings: np.ndarray,
     stamp: datetime,
+    run: postings.Run | None,
 ) -> None:
     chunks = batch.chunks.take(batch.changed)
     if not batch.known_new:
@@ -171,7 +174,7 @@ def _replace_changed(
     keys = np.arange(first_key, first_key + len(chunks), dtype=np.int64)
     etags = [batch.etags[i] for i in batch.changed]
     new_rows = chunk_table.encode(chunks, keys, etags, embeddings)
-    chunk_table.insert(connection, new_rows, stamp)
+    chunk_table.insert(connection, new_rows, stamp, run)
 
 
 def write_embedding_ahead(
