@@ -71,16 +71,20 @@ def titled_text(title: str | None, text: str) -> str:
 def etags(titles: list[str | None], texts: list[str], vectors: np.ndarray | None) -> list[str]:
     """Each chunk's content hash: of its title and text, and of its vector when the caller
     gave it (``put_vectors``), so a new vector for the same text is a change."""
-    if vectors is not None:
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    pairs = zip(titles, texts, strict=True)
+    if vectors is None:
+        return [_digest(f"{title or ''}\x1f{text}") for title, text in pairs]
+    rows = np.ascontiguousarray(vectors, dtype=np.float32)
     found = []
-    for row, (title, text) in enumerate(zip(titles, texts, strict=True)):
-        digest = hashlib.sha256(f"{title or ''}\x1f{text}".encode("utf-8", "surrogatepass"))
-        if vectors is not None:
-            digest.update(b"\x1f")
-            digest.update(vectors[row])
+    for row, (title, text) in enumerate(pairs):
+        digest = hashlib.sha256(f"{title or ''}\x1f{text}\x1f".encode("utf-8", "surrogatepass"))
+        digest.update(rows[row])
         found.append(digest.hexdigest()[:32])
     return found
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def text_id(text: str) -> str:
