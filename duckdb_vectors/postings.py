@@ -80,6 +80,7 @@ def create(connection: duckdb.DuckDBPyConnection) -> None:
 # The most postings a ``Run`` holds back (16 bytes each: 128 MB), about 200,000 chunks of
 # 40 tokens; a longer write inserts several runs and is compacted as before.
 RUN_LIMIT = 8 << 20
+_NAMES = ("term_id", "key", "tf")
 
 
 class Run:
@@ -107,11 +108,15 @@ class Run:
         """Insert what is held, in (term id, key) order."""
         if not self.parts:
             return
-        parts, self.parts, self.held = self.parts, [], 0
-        merged = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
-        if len(parts) > 1:  # each part is in order already: a stable sort merges the runs
+        if len(self.parts) == 1:
+            merged = self.parts[0]
+        else:  # each part is in order already: a stable sort merges the runs
+            merged = {name: np.concatenate([part[name] for part in self.parts]) for name in _NAMES}
+            self.parts = []  # held once, not twice, while they are sorted
             order = np.argsort(_pairs(merged["term_id"], merged["key"]), kind="stable")
-            merged = {name: values[order] for name, values in merged.items()}
+            for name in _NAMES:
+                merged[name] = merged[name][order]
+        self.parts, self.held = [], 0
         _insert(self.connection, merged)
 
 
