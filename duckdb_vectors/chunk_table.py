@@ -21,7 +21,7 @@ import numpy as np
 from . import postings, vector_codes
 from .db import array_width, column, first_row, registered, registered_arrow, scalar
 from .models import Chunk
-from .rows import embedding_text, titled_text
+from .rows import ChunkColumns, titled_text
 from .tokenizer import tokenize
 
 
@@ -112,23 +112,19 @@ def embedding_dimension(connection: duckdb.DuckDBPyConnection) -> int | None:
 
 
 def encode(
-    chunks: list[Chunk],
-    keys: np.ndarray,
-    etags: list[str],
-    metadata_json: list[str],
-    embeddings: np.ndarray,
+    chunks: ChunkColumns, keys: np.ndarray, etags: list[str], embeddings: np.ndarray
 ) -> dict[str, Sequence[Any] | np.ndarray]:
     """The rows of new chunks, column by column, for ``insert`` (``stamped_at`` is set there;
     ``tokens``: see ``token_columns``)."""
-    token_counts, joined_tokens = token_columns([embedding_text(chunk) for chunk in chunks])
+    token_counts, joined_tokens = token_columns(chunks.embedding_texts())
     return {
         "key": keys,
-        "chunk_id": [chunk.chunk_id for chunk in chunks],
-        "text": [chunk.text for chunk in chunks],
-        "source": [chunk.source for chunk in chunks],
-        "position": column([chunk.position for chunk in chunks], "int32"),
-        "title": [chunk.title for chunk in chunks],
-        "metadata": metadata_json,
+        "chunk_id": chunks.chunk_id,
+        "text": chunks.text,
+        "source": chunks.source,
+        "position": column(chunks.position, "int32"),
+        "title": chunks.title,
+        "metadata": chunks.metadata_json,
         "etag": etags,
         "token_count": token_counts,
         "tokens": joined_tokens,
@@ -139,7 +135,7 @@ def encode(
 def token_columns(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each text's BM25 token count, and its tokens joined by spaces (a token never holds one).
 
-    The postings are counted from the joined tokens in SQL (``postings.insert``), which is
+    The postings are counted from the joined tokens (``postings.insert``), which is
     faster than a Counter per chunk and hands DuckDB one string per chunk instead of one per
     posting.
     """
@@ -178,8 +174,9 @@ def insert(
     connection: duckdb.DuckDBPyConnection,
     rows: dict[str, Sequence[Any] | np.ndarray],
     stamp: datetime,
+    run: postings.Run | None = None,
 ) -> None:
-    """Insert rows made by ``encode``, and their postings."""
+    """Insert rows made by ``encode``, and their postings (or hand those to ``run``)."""
     names = ", ".join(c.name for c in COLUMNS)
     written_as = {"stamped_at": "$1", "content_digest": _content_digest()}
     selected = ", ".join(written_as.get(c.name, c.name) for c in COLUMNS)
@@ -192,7 +189,7 @@ def insert(
     # time and 2.5x the memory (DuckDB 2.0), and the vectors would be converted again for
     # each of the postings' two scans.
     with registered(connection, "new_tokens", {"key": rows["key"], "tokens": rows["tokens"]}):
-        postings.insert(connection, "new_tokens")
+        postings.insert(connection, "new_tokens", run)
 
 
 def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int) -> None:
@@ -221,19 +218,14 @@ def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int) -> None:
 
 
 def restamp_unchanged(
-    connection: duckdb.DuckDBPyConnection,
-    chunks: list[Chunk],
-    metadata_json: list[str],
-    stamp: datetime,
+    connection: duckdb.DuckDBPyConnection, chunks: ChunkColumns, stamp: datetime
 ) -> None:
     """Rewrite what the etag does not cover, and the stamp, of chunks whose etag is unchanged."""
-    if not chunks:
-        return
     updates = {
-        "chunk_id": column([chunk.chunk_id for chunk in chunks]),
-        "source": column([chunk.source for chunk in chunks]),
-        "position": column([chunk.position for chunk in chunks], "int32"),
-        "metadata": column(metadata_json),
+        "chunk_id": column(chunks.chunk_id),
+        "source": column(chunks.source),
+        "position": column(chunks.position, "int32"),
+        "metadata": column(chunks.metadata_json),
     }
     outside_etag = [c for c in COLUMNS if c.outside_etag]
     assignments = ", ".join(f"{c.name} = CAST(u.{c.name} AS {c.sql_type})" for c in outside_etag)

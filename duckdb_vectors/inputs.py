@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from . import rows
 from .models import Chunk
@@ -76,28 +77,25 @@ def text_chunks(
     ]
 
 
-def vector_items(vectors: Sequence[dict[str, Any]]) -> tuple[list[Chunk], np.ndarray]:
+def vector_items(vectors: Sequence[dict[str, Any]]) -> tuple[rows.ChunkColumns, np.ndarray]:
     """The chunks and the matrix of ``put_vectors`` items (S3 Vectors' ``PutVectors`` shape)."""
     if isinstance(vectors, np.ndarray):
         raise ValueError(
             'put_vectors takes a list of {"key": ..., "data": {"float32": [...]}} '
             "items, not a matrix: pair each row with its key"
         )
-    chunks, matrix = [], []
+    fields: dict[str, list[Any]] = {name: [] for name in _ITEM_TYPES}
+    matrix = []
     for index, item in enumerate(vectors):
         try:
             data = item["data"]["float32"] if isinstance(item["data"], dict) else item["data"]
-            chunks.append(
-                Chunk(
-                    chunk_id=item["key"],
-                    text=item.get("text") or "",
-                    metadata=item.get("metadata") or {},
-                    title=item.get("title"),
-                    source=item.get("source"),
-                    position=item.get("position"),
-                )
-            )
-        except (KeyError, TypeError, IndexError) as error:
+            fields["chunk_id"].append(item["key"])
+            fields["text"].append(item.get("text") or "")
+            fields["title"].append(item.get("title"))
+            fields["source"].append(item.get("source"))
+            fields["position"].append(item.get("position"))
+            fields["metadata"].append(item.get("metadata") or {})
+        except (KeyError, TypeError, IndexError, AttributeError) as error:
             raise ValueError(
                 f"vectors[{index}] must look like "
                 '{"key": "id", "data": {"float32": [...]}, "metadata": {...}}'
@@ -109,7 +107,39 @@ def vector_items(vectors: Sequence[dict[str, Any]]) -> tuple[list[Chunk], np.nda
     array = np.asarray(matrix, dtype=np.float32).reshape(len(matrix), -1)
     if not np.isfinite(array).all():
         raise ValueError("vectors must not contain NaN or infinity")
-    return chunks, array
+    return _item_columns(fields), array
+
+
+# The types ``Chunk`` takes each field of an item as, unconverted; other values are left to
+# its validation (which converts some, refuses the rest).
+_ITEM_TYPES: dict[str, frozenset[type]] = {
+    "chunk_id": frozenset({str}),
+    "text": frozenset({str}),
+    "title": frozenset({str, type(None)}),
+    "source": frozenset({str, type(None)}),
+    "position": frozenset({int, type(None)}),
+    "metadata": frozenset({dict}),
+}
+
+
+def _item_columns(fields: dict[str, list[Any]]) -> rows.ChunkColumns:
+    """The items' fields as columns, checked a column at a time: one type test per column
+    instead of a ``Chunk`` per item, unless some value needs ``Chunk``'s validation."""
+    if all(set(map(type, fields[name])) <= types for name, types in _ITEM_TYPES.items()):
+        ids = fields["chunk_id"]
+        metadata = [rows.metadata_json(m, i, ids[i]) for i, m in enumerate(fields["metadata"])]
+        columns = {name: values for name, values in fields.items() if name != "metadata"}
+        return rows.ChunkColumns(**columns, metadata_json=metadata)
+    return rows.ChunkColumns.of([_chunk(fields, i) for i in range(len(fields["chunk_id"]))])
+
+
+def _chunk(fields: dict[str, list[Any]], index: int) -> Chunk:
+    try:
+        return Chunk(**{name: values[index] for name, values in fields.items()})
+    except ValidationError as error:
+        problem = error.errors()[0]
+        name = "key" if problem["loc"][0] == "chunk_id" else problem["loc"][0]
+        raise ValueError(f"vectors[{index}]: {name}: {problem['msg']}") from None
 
 
 def query_vector(vector: Sequence[float] | np.ndarray, dimension: int | None) -> np.ndarray:

@@ -22,8 +22,8 @@ from pydantic import BaseModel
 
 from .db import first_line, scalar
 from .errors import DuckDBVectorsError
-from .models import Chunk
 from .progress import counted
+from .rows import ChunkColumns, metadata_json
 from .store import VectorStore
 
 # Rows per Arrow batch: 16k rows of 384-dim float32 vectors are ~25 MB, big enough that the
@@ -154,7 +154,7 @@ def _chunk_batches(
     dimension: int,
     source_prefix: str,
     summary: ParquetSummary,
-) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+) -> Iterator[tuple[ChunkColumns, np.ndarray]]:
     """Chunks and their vectors, one Arrow batch at a time, checked as they come."""
     selected = ", ".join(
         f"len({name}) AS embedding_width, {name}::FLOAT[] AS {name}"
@@ -179,8 +179,8 @@ def _chunk_batches(
 
 
 def _advancing(
-    batches: Iterator[tuple[list[Chunk], np.ndarray]], advance: Callable[[int], None]
-) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+    batches: Iterator[tuple[ChunkColumns, np.ndarray]], advance: Callable[[int], None]
+) -> Iterator[tuple[ChunkColumns, np.ndarray]]:
     for chunks, vectors in batches:
         yield chunks, vectors
         advance(len(chunks))
@@ -207,22 +207,28 @@ def _vectors(batch: object, table: dict[str, list], dimension: int) -> np.ndarra
     return matrix
 
 
-def _chunks(table: dict[str, list], source_prefix: str) -> list[Chunk]:
-    count = len(table["chunk_id"])
-    empty = [None] * count
-    titles, sources = table.get("title", empty), table.get("source", empty)
-    positions, metadata = table.get("position", empty), table.get("metadata", empty)
-    return [
-        Chunk(
-            chunk_id=table["chunk_id"][i],
-            text=table["text"][i] or "",
-            title=titles[i],
-            source=source_prefix + sources[i] if sources[i] else source_prefix or None,
-            position=positions[i],
-            metadata=_metadata(metadata[i], table["filename"][i]),
-        )
-        for i in range(count)
-    ]
+def _chunks(table: dict[str, list], source_prefix: str) -> ChunkColumns:
+    """The batch's chunks, column by column: the reader already typed every column."""
+    ids = table["chunk_id"]
+    empty = [None] * len(ids)
+    files = table["filename"]
+    metadata = table.get("metadata")
+    sources = table.get("source", empty)
+    return ChunkColumns(
+        chunk_id=ids,
+        text=[text or "" for text in table["text"]],
+        title=table.get("title", empty),
+        source=[source_prefix + s if s else source_prefix or None for s in sources],
+        position=table.get("position", empty),
+        metadata_json=(
+            ["{}"] * len(ids)
+            if metadata is None
+            else [
+                metadata_json(_metadata(value, files[i]), i, ids[i])
+                for i, value in enumerate(metadata)
+            ]
+        ),
+    )
 
 
 def _metadata(value: str | None, file: str) -> dict:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from .db import first_row, has_table, numpy_batches
+from .db import first_row, has_table, numpy_batches, registered
 
 
 @dataclass(frozen=True)
@@ -77,18 +77,61 @@ def create(connection: duckdb.DuckDBPyConnection) -> None:
     connection.execute("ALTER TABLE postings_by_id RENAME TO postings")
 
 
-def insert(connection: duckdb.DuckDBPyConnection, table: str) -> None:
-    """Count the postings of ``table``'s rows from their ``key`` and space-joined ``tokens``;
-    terms not seen before get the next ids.
+# The most postings a ``Run`` holds back (16 bytes each: 128 MB), about 200,000 chunks of
+# 40 tokens; a longer write inserts several runs and is compacted as before.
+RUN_LIMIT = 8 << 20
+_NAMES = ("term_id", "key", "tf")
+
+
+class Run:
+    """Postings held back during a write into an index that was empty when it began, and
+    inserted as one run in term order when it ends (or when ``RUN_LIMIT`` are held).
+
+    Batch by batch, each batch's postings were in order but the table was not, and
+    ``compact_if_unordered`` then rewrote all of them: 1.4 s of a 100,000-chunk Parquet
+    import. It relies on what such a write relies on (see ``writes.plan_batch``'s
+    ``known_new``): nothing else changes the index until the write ends.
+    """
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection) -> None:
+        self.connection = connection
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.held = 0
+
+    def add(self, postings: dict[str, np.ndarray]) -> None:
+        self.parts.append(postings)
+        self.held += len(postings["key"])
+        if self.held >= RUN_LIMIT:
+            self.flush()
+
+    def flush(self) -> None:
+        """Insert what is held, in (term id, key) order."""
+        if not self.parts:
+            return
+        if len(self.parts) == 1:
+            merged = self.parts[0]
+        else:  # each part is in order already: a stable sort merges the runs
+            merged = {name: np.concatenate([part[name] for part in self.parts]) for name in _NAMES}
+            self.parts = []  # held once, not twice, while they are sorted
+            order = np.argsort(_pairs(merged["term_id"], merged["key"]), kind="stable")
+            for name in _NAMES:
+                merged[name] = merged[name][order]
+        self.parts, self.held = [], 0
+        _insert(self.connection, merged)
+
+
+def insert(connection: duckdb.DuckDBPyConnection, table: str, run: Run | None = None) -> None:
+    """Count the postings of ``table``'s rows from their ``key`` and space-joined ``tokens``
+    and insert them (or hand them to ``run``); terms not seen before get the next ids.
 
     The tokens are split twice rather than kept in a temporary table between the two
     statements: DuckDB holds every batch's temporary data until the write commits (0.8 GB more
     at a million chunks).
 
     The postings go in sorted: a write of one batch (``put_vectors``) then needs no compaction,
-    and sorted postings compress well. At 100,000 chunks in one batch the sort added 1.5-2.5 s
-    and saved 3-4 s of COMMIT and 3 s of compaction; in batches of 16,384 it cost about what
-    it saved.
+    and sorted postings compress well. DuckDB only looks up each token's term id; numpy counts
+    and sorts the pairs (``_counted``), where DuckDB's GROUP BY and ORDER BY over nearly one
+    group per posting took 2.5 s of 3.4 at 100,000 chunks of 40 tokens, and numpy 0.4.
     """
     tokens = f"(SELECT key, unnest(string_split(tokens, ' ')) AS term FROM {table})"
     connection.execute(
@@ -97,10 +140,42 @@ def insert(connection: duckdb.DuckDBPyConnection, table: str) -> None:
         f" FROM (SELECT DISTINCT term FROM {tokens} WHERE term <> '') n"
         " WHERE NOT EXISTS (SELECT 1 FROM terms t WHERE t.term = n.term)"
     )
-    connection.execute(
-        "INSERT INTO postings SELECT t.term_id, n.key, CAST(count(*) AS INTEGER)"
-        f" FROM {tokens} n JOIN terms t USING (term) GROUP BY t.term_id, n.key ORDER BY 1, 2"
-    )
+    found = connection.execute(
+        f"SELECT t.term_id, n.key FROM {tokens} n JOIN terms t USING (term)"
+    ).fetchnumpy()
+    counted = _counted(found["term_id"], found["key"])
+    if run is not None:
+        run.add(counted)
+    else:
+        _insert(connection, counted)
+
+
+def _insert(connection: duckdb.DuckDBPyConnection, postings: dict[str, np.ndarray]) -> None:
+    with registered(connection, "new_postings", postings):
+        connection.execute("INSERT INTO postings SELECT term_id, key, tf FROM new_postings")
+
+
+def _counted(term_ids: np.ndarray, keys: np.ndarray) -> dict[str, np.ndarray]:
+    """One posting per distinct (term id, key) pair, its count as ``tf``, in that order."""
+    if len(keys) == 0:
+        empty = np.empty(0, dtype=np.int32)
+        return {"term_id": empty, "key": np.empty(0, dtype=np.int64), "tf": empty}
+    first_key = int(keys.min())
+    pairs = _pairs(term_ids, keys - first_key)
+    pairs.sort()
+    starts = np.flatnonzero(np.diff(pairs, prepend=-1))
+    distinct = pairs[starts]
+    return {
+        "term_id": (distinct >> 32).astype(np.int32),
+        "key": (distinct & 0xFFFFFFFF) + first_key,
+        "tf": np.diff(starts, append=len(pairs)).astype(np.int32),
+    }
+
+
+def _pairs(term_ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Each (term id, key) packed into one integer that sorts in that order: keys are row
+    numbers, far below 2**32 (and a batch's, less their first, always are)."""
+    return (term_ids.astype(np.int64) << 32) | keys.astype(np.int64)
 
 
 def delete_keys(connection: duckdb.DuckDBPyConnection, keys: list[int]) -> None:

@@ -50,6 +50,7 @@ from .memory_index import MemoryIndex, estimated_bytes
 from .models import Chunk, IndexReport, PublishedSource, SearchResults, VectorPage
 from .ranking_sql import execute_user_sql, validate_fragment
 from .retokenize import current_manifest
+from .rows import ChunkColumns
 from .schema import check_readable, migrate
 from .search import Match, Query, Scope, Searcher, SqlSearcher, answer
 from .tokenizer import tokenize
@@ -276,19 +277,25 @@ class VectorStore:
         return self.put_vector_batches([(chunks, matrix)], datetime.now(UTC))
 
     def put_vector_batches(
-        self, batches: Iterable[tuple[list[Chunk], np.ndarray]], stamp: datetime
+        self, batches: Iterable[tuple[list[Chunk] | ChunkColumns, np.ndarray]], stamp: datetime
     ) -> WriteStats:
         """Upsert chunks with precomputed vectors (one row per chunk), a batch at a time, in one
-        transaction; a stream of batches (``index_parquet``) is never held whole."""
+        transaction; a stream of batches (``index_parquet``) is never held whole. A batch's
+        chunks may come as ``ChunkColumns``, which skips a ``Chunk`` per row."""
         total = WriteStats()
         seen_ids: set[str] = set()
         with self.transaction():
             # Into an empty index every id is new: nothing else writes while the batches
             # are read, and a repeated id is an error (``seen_ids``).
             known_new = chunk_table.count(self._connection) == 0
+            # Such a write's postings go in as one run in term order (see ``postings.Run``).
+            run = postings.Run(self._connection) if known_new else None
             for chunks, matrix in batches:
-                batch = writes.plan_batch(self._connection, chunks, matrix, seen_ids, known_new)
-                total += self._apply(batch, batch.embeddings(None), stamp)
+                columns = chunks if isinstance(chunks, ChunkColumns) else ChunkColumns.of(chunks)
+                batch = writes.plan_batch(self._connection, columns, matrix, seen_ids, known_new)
+                total += self._apply(batch, batch.embeddings(None), stamp, run)
+            if run is not None:
+                run.flush()
         return total
 
     def delete_vectors(self, keys: Sequence[str]) -> int:
@@ -551,12 +558,16 @@ class VectorStore:
         return self._fits_in_memory
 
     def _apply(
-        self, batch: writes.PlannedBatch, embeddings: np.ndarray | None, stamp: datetime
+        self,
+        batch: writes.PlannedBatch,
+        embeddings: np.ndarray | None,
+        stamp: datetime,
+        run: postings.Run | None = None,
     ) -> WriteStats:
         if embeddings is not None:
             compatibility.check_written_dimension(self.db_path, self.manifest, embeddings.shape[1])
         self._memory = None
-        return writes.apply_batch(self._connection, batch, embeddings, stamp)
+        return writes.apply_batch(self._connection, batch, embeddings, stamp, run)
 
     def _delete_keys(self, keys: np.ndarray) -> int:
         self._memory = None

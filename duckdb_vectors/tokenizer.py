@@ -63,6 +63,11 @@ _JOINERS = re.compile(r"[.\-']")
 # The word pattern for ASCII text, where NFKC changes nothing and casefold is lower(): the
 # stdlib engine runs it 2x faster, and most chunks of technical text are ASCII.
 _ASCII_WORD = re.compile(r"[a-z0-9_]+(?:[.\-'][a-z0-9_]+)*")
+# Every ASCII character that no ``_ASCII_WORD`` holds and ``str.split`` keeps, to a space.
+_ASCII_IN_WORDS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-'")
+_ASCII_SEPARATORS = str.maketrans(
+    {c: " " for c in map(chr, range(128)) if c not in _ASCII_IN_WORDS and not c.isspace()}
+)
 # Korean particles and the commonest endings after a noun (하다, 되다, the copula). One is
 # stripped, the longest that leaves a stem. Measured on Korean Debian package descriptions
 # (bench/tokenizer_scripts.py): MRR@10 0.55 as whole words, 0.69 with stems; Hangul bigrams
@@ -82,8 +87,10 @@ _KOREAN_ENDING_LENGTHS = sorted({len(ending) for ending in _KOREAN_ENDINGS}, rev
 
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into the case-folded tokens that BM25 indexes and queries with."""
-    characters = None if text.isascii() else "".join(set(text))
-    if characters is None or _ascii_words_only(characters):
+    if text.isascii():
+        return _ascii_tokens(text)
+    characters = "".join(set(text))
+    if _ascii_words_only(characters):
         words = _ASCII_WORD.findall(text.lower())
     else:
         if _SCRIPT_RUN_BLOCK.search(characters):
@@ -97,6 +104,30 @@ def tokenize(text: str) -> list[str]:
             else:
                 words.extend(run_tokens(run))
     return _with_compound_parts(words)
+
+
+def _ascii_tokens(text: str) -> list[str]:
+    """``_ASCII_WORD``'s words of ASCII ``text``, with their compound parts, found by splitting.
+
+    A word never spans a character outside ``[a-z0-9_.\\-']``, so the text is split there
+    first (in C: 2.5x faster than the regex on 40-word chunks, 1.4x on the DuckDB docs); only a
+    piece with a joiner inside, after the joiners at its ends (which join nothing) are
+    stripped, still goes through the regex.
+    """
+    separated = text.lower().translate(_ASCII_SEPARATORS)
+    if "." not in separated and "-" not in separated and "'" not in separated:
+        return separated.split()
+    tokens: list[str] = []
+    for piece in separated.split():
+        if "." in piece or "-" in piece or "'" in piece:
+            piece = piece.strip(".-'")
+            if "." in piece or "-" in piece or "'" in piece:
+                tokens.extend(_with_compound_parts(_ASCII_WORD.findall(piece)))
+                continue
+            if not piece:
+                continue
+        tokens.append(piece)
+    return tokens
 
 
 def _with_compound_parts(words: list[str]) -> list[str]:

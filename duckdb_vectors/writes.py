@@ -18,7 +18,7 @@ from itertools import islice
 import duckdb
 import numpy as np
 
-from . import chunk_table, rows
+from . import chunk_table, postings, rows
 from .db import threads_reserved
 from .embedders import Embedder
 from .models import Chunk
@@ -59,7 +59,6 @@ class PlannedBatch:
     Attributes:
         chunks: the batch, in the caller's order.
         etags: each chunk's content hash.
-        metadata_json: each chunk's metadata, serialised.
         changed: positions of the chunks that are new or have new content.
         added: how many of the changed chunks have ids the index does not hold.
         given: the caller's vectors for the changed chunks (``put_vectors``), if any.
@@ -68,9 +67,8 @@ class PlannedBatch:
         known_new: none of the ids can be in the index, so none is looked up or replaced.
     """
 
-    chunks: list[Chunk]
+    chunks: rows.ChunkColumns
     etags: list[str]
-    metadata_json: list[str]
     changed: list[int]
     added: int
     given: np.ndarray | None = None
@@ -79,7 +77,7 @@ class PlannedBatch:
     known_new: bool = False
 
     def texts_to_embed(self) -> list[str]:
-        return [rows.embedding_text(self.chunks[self.changed[j]]) for j in self.to_embed]
+        return self.chunks.take([self.changed[j] for j in self.to_embed]).embedding_texts()
 
     def embeddings(self, computed: np.ndarray | None) -> np.ndarray | None:
         """The vectors of the changed chunks, from the caller, the index and ``computed``."""
@@ -106,7 +104,7 @@ class PlannedBatch:
 
 def plan_batch(
     connection: duckdb.DuckDBPyConnection,
-    chunks: list[Chunk],
+    chunks: rows.ChunkColumns,
     vectors: np.ndarray | None = None,
     seen_ids: set[str] | None = None,
     known_new: bool = False,
@@ -122,19 +120,19 @@ def plan_batch(
             else writes in between began, and ``seen_ids`` rules out repeats): skip the
             lookups, which only find nothing.
     """
-    rows.check_unique_ids(chunks, seen_ids)
-    metadata_json = [rows.metadata_json(chunk, index) for index, chunk in enumerate(chunks)]
-    rows.check_text_fields(chunks, metadata_json)
-    etags = [
-        rows.etag(chunk, None if vectors is None else vectors[index])
-        for index, chunk in enumerate(chunks)
-    ]
-    existing = {} if known_new else chunk_table.etags_of(connection, [c.chunk_id for c in chunks])
-    changed = [i for i, chunk in enumerate(chunks) if existing.get(chunk.chunk_id) != etags[i]]
-    added = sum(1 for i in changed if chunks[i].chunk_id not in existing)
-    batch = PlannedBatch(chunks, etags, metadata_json, changed, added, known_new=known_new)
+    rows.check_unique_ids(chunks.chunk_id, seen_ids)
+    rows.check_text_fields(chunks)
+    etags = rows.etags(chunks.title, chunks.text, vectors)
+    if known_new:
+        changed, added = list(range(len(chunks))), len(chunks)
+    else:
+        existing = chunk_table.etags_of(connection, chunks.chunk_id)
+        ids = chunks.chunk_id
+        changed = [i for i, chunk_id in enumerate(ids) if existing.get(chunk_id) != etags[i]]
+        added = sum(1 for i in changed if ids[i] not in existing)
+    batch = PlannedBatch(chunks, etags, changed, added, known_new=known_new)
     if vectors is not None:
-        batch.given = vectors[changed]
+        batch.given = vectors if len(changed) == len(chunks) else vectors[changed]
     elif changed:
         batch.reused = chunk_table.embeddings_by_etag(connection, [etags[i] for i in changed])
         batch.to_embed = [j for j, i in enumerate(changed) if etags[i] not in batch.reused]
@@ -146,19 +144,17 @@ def apply_batch(
     batch: PlannedBatch,
     embeddings: np.ndarray | None,
     stamp: datetime,
+    run: postings.Run | None = None,
 ) -> WriteStats:
-    """Replace the changed chunks (rows and postings) and restamp the unchanged ones."""
+    """Replace the changed chunks (rows and postings; ``run``: see ``postings.Run``) and
+    restamp the unchanged ones."""
     if batch.changed and embeddings is not None:
         chunk_table.ensure_embedding(connection, embeddings.shape[1])
-        _replace_changed(connection, batch, embeddings, stamp)
+        _replace_changed(connection, batch, embeddings, stamp, run)
     changed = set(batch.changed)
     same = [i for i in range(len(batch.chunks)) if i not in changed]
-    chunk_table.restamp_unchanged(
-        connection,
-        [batch.chunks[i] for i in same],
-        [batch.metadata_json[i] for i in same],
-        stamp,
-    )
+    if same:
+        chunk_table.restamp_unchanged(connection, batch.chunks.take(same), stamp)
     return batch.stats()
 
 
@@ -167,24 +163,18 @@ def _replace_changed(
     batch: PlannedBatch,
     embeddings: np.ndarray,
     stamp: datetime,
+    run: postings.Run | None,
 ) -> None:
-    chunks = [batch.chunks[i] for i in batch.changed]
+    chunks = batch.chunks.take(batch.changed)
     if not batch.known_new:
         # Looked up now, not when the batch was planned: the chunk iterator runs in between
         # and may itself write to the store.
-        chunk_table.delete_keys(
-            connection, chunk_table.keys_of(connection, [chunk.chunk_id for chunk in chunks])
-        )
+        chunk_table.delete_keys(connection, chunk_table.keys_of(connection, chunks.chunk_id))
     first_key = chunk_table.next_key(connection)
     keys = np.arange(first_key, first_key + len(chunks), dtype=np.int64)
-    new_rows = chunk_table.encode(
-        chunks,
-        keys,
-        [batch.etags[i] for i in batch.changed],
-        [batch.metadata_json[i] for i in batch.changed],
-        embeddings,
-    )
-    chunk_table.insert(connection, new_rows, stamp)
+    etags = [batch.etags[i] for i in batch.changed]
+    new_rows = chunk_table.encode(chunks, keys, etags, embeddings)
+    chunk_table.insert(connection, new_rows, stamp, run)
 
 
 def write_embedding_ahead(
@@ -210,7 +200,8 @@ def write_embedding_ahead(
             for number, chunk_batch in enumerate(_batched(chunks, WRITE_BATCH)):
                 if number == 1:  # from here on DuckDB writes while a batch is embedded
                     while_overlapping.enter_context(threads_reserved(connection, 1))
-                batch = plan_batch(connection, chunk_batch, None, seen_ids)
+                columns = rows.ChunkColumns.of(chunk_batch)
+                batch = plan_batch(connection, columns, None, seen_ids)
                 texts = batch.texts_to_embed()
                 future = embedding.submit(embedder().embed, texts) if texts else None
                 if pending is not None:

@@ -4,6 +4,7 @@ embedded with the hashing backend (no model files, no network), imported into re
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -14,6 +15,7 @@ from conftest import run_cli
 from duckdb_vectors import index_parquet
 from duckdb_vectors.embedders import get_embedder
 from duckdb_vectors.errors import DuckDBVectorsError
+from duckdb_vectors.models import Chunk
 from duckdb_vectors.store import VectorStore
 
 BACKEND = "hashing:256"
@@ -114,6 +116,7 @@ def test_a_glob_reads_every_matching_file(tmp_path: Path, parquet_store: VectorS
         ("chunk_id, text, embedding[1:8] AS embedding", "has a 8-dimensional embedding"),
         ("NULL::VARCHAR AS chunk_id, text, embedding", "a row has no chunk_id"),
         ("chunk_id, text, ['nan'::FLOAT] || embedding[2:] AS embedding", "NaN"),
+        ("chunk_id, text, embedding, '[1]' AS metadata", "metadata must hold JSON objects"),
     ],
 )
 def test_bad_files_are_one_line_naming_the_file(
@@ -128,6 +131,54 @@ def test_bad_files_are_one_line_naming_the_file(
     with pytest.raises(DuckDBVectorsError, match=message) as raised:
         index_parquet(parquet_store, bad)
     assert str(bad) in str(raised.value) and "\n" not in str(raised.value)
+    assert parquet_store.count() == 0
+
+
+def test_an_import_writes_what_put_vectors_and_chunks_write(tmp_path: Path):
+    """Parquet rows and ``put_vectors`` items are planned column by column, ``Chunk`` objects
+    one by one: the same rows must give the same index (ids, etags, fields and postings)."""
+    file = write_parquet(tmp_path / "rows.parquet", TEXTS)
+    rows = duckdb.execute(f"SELECT * FROM read_parquet('{file}') ORDER BY chunk_id").fetchall()
+    vectors = np.asarray([row[2] for row in rows], dtype=np.float32)
+    fields = [
+        {"chunk_id": row[0], "text": row[1], "title": row[3], "source": row[4],
+         "position": row[5], "metadata": json.loads(row[6])}
+        for row in rows
+    ]  # fmt: skip
+    writes = {
+        "parquet": lambda store: index_parquet(store, file),
+        "put_vectors": lambda store: store.put_vectors(
+            [
+                {"key": f["chunk_id"], "data": {"float32": vector}, **f}
+                for f, vector in zip(fields, vectors, strict=True)
+            ]
+        ),
+        "chunks": lambda store: store.put_vector_batches(
+            [([Chunk(**f) for f in fields], vectors)], datetime.now(UTC)
+        ),
+    }
+    built = {}
+    for name, write in writes.items():
+        with VectorStore(tmp_path / f"{name}.duckdb", BACKEND) as store:
+            write(store)
+            stored = store.connection.execute(
+                "SELECT chunk_id, text, title, source, position, metadata, etag, token_count"
+                " FROM chunks ORDER BY chunk_id"
+            ).fetchall()
+            postings = store.connection.execute(
+                "SELECT c.chunk_id, t.term, p.tf FROM postings p JOIN terms t USING (term_id)"
+                " JOIN chunks c USING (key) ORDER BY ALL"
+            ).fetchall()
+            built[name] = (store.manifest.content_hash, stored, postings)
+    assert built["parquet"] == built["put_vectors"] == built["chunks"]
+    assert len(built["parquet"][2]) > 20
+
+
+def test_an_id_repeated_in_the_files_is_refused(tmp_path: Path, parquet_store: VectorStore):
+    write_parquet(tmp_path / "part-0.parquet", TEXTS)
+    write_parquet(tmp_path / "part-1.parquet", {"b": "Again."})
+    with pytest.raises(ValueError, match=r"duplicate ids in one write: \['b'\]"):
+        index_parquet(parquet_store, tmp_path / "part-*.parquet")
     assert parquet_store.count() == 0
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
-from duckdb_vectors import VectorStore
+from duckdb_vectors import VectorStore, postings
 from duckdb_vectors.memory_index import MemoryIndex
+from duckdb_vectors.models import Chunk
 from duckdb_vectors.search import Scope, SqlSearcher
 from duckdb_vectors.tokenizer import tokenize
 
@@ -54,3 +57,37 @@ def test_an_index_with_appended_postings_loads_and_ranks_like_sql(tmp_path: Path
             from_sql = sql.lexical_ranking(tokenize(query), 20, Scope())
             assert list(from_memory.keys) == list(from_sql.keys), query
             assert np.allclose(from_memory.scores, from_sql.scores, rtol=1e-5)
+
+
+@pytest.mark.parametrize("run_limit", [postings.RUN_LIMIT, 500], ids=["one-run", "runs"])
+def test_batches_into_an_empty_index_go_in_as_one_run_in_term_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_limit: int
+) -> None:
+    """Into an empty index, a write's postings are held and inserted in term order when it
+    ends (no compaction needed); past RUN_LIMIT they go in as several runs, compacted as
+    before. Either way the postings are those of the same batches written into an index
+    that was not empty."""
+    monkeypatch.setattr(postings, "RUN_LIMIT", run_limit)
+    rng = np.random.default_rng(3)
+    chunks = [Chunk(chunk_id=f"c{i}", text=text) for i, text in enumerate(TEXTS)]
+    vectors = rng.standard_normal((len(chunks), 8)).astype(np.float32)
+    batches = [(chunks[i : i + 64], vectors[i : i + 64]) for i in range(0, len(chunks), 64)]
+    built = []
+    for name, first in (("empty", None), ("looked-up", "other")):
+        with VectorStore(tmp_path / f"{name}.duckdb", "hashing:8") as store:
+            if first:
+                store.put_vectors([{"key": first, "data": [1.0] * 8, "text": "fox zebra"}])
+            with store.transaction():  # the compaction waits for the end of the transaction
+                store.put_vector_batches(batches, datetime.now(UTC))
+                if first is None:
+                    assert in_term_order(stored_term_ids(store)) == (run_limit > 20_000)
+            store.delete_vectors([first] if first else [])
+            assert in_term_order(stored_term_ids(store))
+            built.append(
+                store.connection.execute(
+                    "SELECT c.chunk_id, t.term, p.tf FROM postings p JOIN terms t"
+                    " USING (term_id) JOIN chunks c USING (key) ORDER BY ALL"
+                ).fetchall()
+            )
+    assert built[0] == built[1]
+    assert len(built[0]) > 3000

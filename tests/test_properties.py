@@ -696,6 +696,7 @@ def test_fusing_with_an_empty_signal_keeps_the_other_order(vector, lexical, meth
 @SETTINGS
 @given(text=st.text(st.characters(max_codepoint=127)))
 @example(text="v2.0 covid-19 O'Neil a..b -x- _id_ ABC")
+@example(text="End. 'quoted' --flag a.-b v2.0. .5 x\x1cy\x7fz;w it's-9'")
 def test_ascii_text_tokenizes_as_the_unicode_path_does(text) -> None:
     """ASCII text takes a faster path; a non-ASCII word after it forces the general one."""
     assert tokenize(text + " \u00e9") == [*tokenize(text), "\u00e9"]

@@ -615,6 +615,50 @@ def test_put_vectors_round_trips_vectors_and_fields_exactly(store: VectorStore) 
     ]
 
 
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"key": 5}, r"vectors\[1\]: key: Input should be a valid string"),
+        ({"key": "b", "title": 3}, r"vectors\[1\]: title: Input should be a valid string"),
+        ({"key": "b", "position": "x"}, r"vectors\[1\]: position: Input should be a valid int"),
+        ({"key": "b", "metadata": [1]}, r"vectors\[1\]: metadata: Input should be a valid dict"),
+    ],
+    ids=["key", "title", "position", "metadata"],
+)
+def test_put_vectors_refuses_a_field_of_the_wrong_type_in_one_line(
+    tmp_path: Path, bad: dict, message: str
+) -> None:
+    """Items are checked a column at a time; a value of another type is left to ``Chunk``,
+    which converts what it can (a numpy integer position) and refuses the rest."""
+    with VectorStore(tmp_path / "index.duckdb", "hashing:4") as store:
+        good = {"key": "a", "data": [1.0, 2.0, 3.0, 4.0], "position": np.int64(3)}
+        with pytest.raises(ValueError, match=message) as raised:
+            store.put_vectors([good, {"data": [1.0] * 4, **bad}])
+        assert "\n" not in str(raised.value)
+        assert store.count() == 0
+        store.put_vectors([good])
+        assert store.get_vectors(["a"])[0].position == 3
+
+
+def test_etags_keep_the_recipe_existing_indexes_were_written_with(tmp_path: Path) -> None:
+    """An etag is sha256 of title, 0x1f, text (and, for given vectors, 0x1f and the float32
+    bytes), cut to 32 hex digits: a re-import of unchanged rows into an index written by an
+    earlier version must find them unchanged."""
+
+    def recipe(title: str | None, text: str, vector: np.ndarray | None) -> str:
+        data = f"{title or ''}\x1f{text}".encode()
+        if vector is not None:
+            data += b"\x1f" + vector.astype(np.float32).tobytes()
+        return hashlib.sha256(data).hexdigest()[:32]
+
+    vector = np.linspace(-1, 1, 8, dtype=np.float32)
+    with VectorStore(tmp_path / "index.duckdb", "hashing:8") as store:
+        store.put_vectors([{"key": "v", "data": vector.tolist(), "title": "Ü", "text": "naïve"}])
+        store.add_texts(["plain text"], ids=["t"])
+        etags = dict(store.connection.execute("SELECT chunk_id, etag FROM chunks").fetchall())
+    assert etags == {"v": recipe("Ü", "naïve", vector), "t": recipe(None, "plain text", None)}
+
+
 def test_put_vectors_into_an_empty_index_gives_the_index_the_lookups_would(
     tmp_path: Path,
 ) -> None:
