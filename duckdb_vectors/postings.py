@@ -78,31 +78,42 @@ def create(connection: duckdb.DuckDBPyConnection) -> None:
 
 
 # The most postings a ``Run`` holds back (16 bytes each: 128 MB), about 200,000 chunks of
-# 40 tokens; a longer write inserts several runs and is compacted as before.
+# 40 tokens; a longer write inserts them batch by batch and is compacted as before.
 RUN_LIMIT = 8 << 20
 _NAMES = ("term_id", "key", "tf")
 
 
 class Run:
     """Postings held back during a write into an index that was empty when it began, and
-    inserted as one run in term order when it ends (or when ``RUN_LIMIT`` are held).
+    inserted as one run in term order when it ends.
 
     Batch by batch, each batch's postings were in order but the table was not, and
     ``compact_if_unordered`` then rewrote all of them: 1.4 s of a 100,000-chunk Parquet
     import. It relies on what such a write relies on (see ``writes.plan_batch``'s
     ``known_new``): nothing else changes the index until the write ends.
+
+    A write of more than ``RUN_LIMIT`` postings is compacted after its commit anyway: what is
+    held then goes in as it is, batch by batch, and nothing more is held, rather than being
+    merged into sorted runs (a sort, and up to three copies of the run while it sorts) that the
+    compaction rewrites again.
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection) -> None:
         self.connection = connection
         self.parts: list[dict[str, np.ndarray]] = []
         self.held = 0
+        self.spilled = False
 
     def add(self, postings: dict[str, np.ndarray]) -> None:
+        if self.spilled:
+            _insert(self.connection, postings)
+            return
         self.parts.append(postings)
         self.held += len(postings["key"])
-        if self.held >= RUN_LIMIT:
-            self.flush()
+        if self.held > RUN_LIMIT:
+            for part in self.parts:
+                _insert(self.connection, part)
+            self.parts, self.held, self.spilled = [], 0, True
 
     def flush(self) -> None:
         """Insert what is held, in (term id, key) order."""

@@ -64,7 +64,7 @@ def test_batches_into_an_empty_index_go_in_as_one_run_in_term_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_limit: int
 ) -> None:
     """Into an empty index, a write's postings are held and inserted in term order when it
-    ends (no compaction needed); past RUN_LIMIT they go in as several runs, compacted as
+    ends (no compaction needed); past RUN_LIMIT they go in batch by batch, compacted as
     before. Either way the postings are those of the same batches written into an index
     that was not empty."""
     monkeypatch.setattr(postings, "RUN_LIMIT", run_limit)
