@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from .db import first_row, has_table, numpy_batches, registered
+from .db import first_row, has_table, numpy_batches, registered_arrow
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,12 @@ def insert(connection: duckdb.DuckDBPyConnection, table: str, run: Run | None = 
 
 
 def _insert(connection: duckdb.DuckDBPyConnection, postings: dict[str, np.ndarray]) -> None:
-    with registered(connection, "new_postings", postings):
+    # As an Arrow batch that is let go after the INSERT: DuckDB keeps what was registered
+    # referenced until the commit, and numpy columns (``registered``) would then hold every
+    # posting of the write, 16 bytes each (a million-chunk import climbed to 2 GB).
+    if len(postings["key"]) == 0:  # chunks without a token (nanoarrow makes no empty array)
+        return
+    with registered_arrow(connection, "new_postings", postings):
         connection.execute("INSERT INTO postings SELECT term_id, key, tf FROM new_postings")
 
 
