@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +182,19 @@ def memory_limited(connection: duckdb.DuckDBPyConnection, limit_bytes: int) -> I
         # After the transaction it guarded: an aborted one refuses SET until its ROLLBACK.
         with suppress(duckdb.Error):
             _restore_memory_limit(connection, previous)
+
+
+# DuckDB's buffer pool while a scan streams data that is used once: the vectors a snapshot
+# copies, or a one-shot vector ranking. Caching a gigabyte of scanned blocks costs more than
+# it saves: at 1M chunks a cold SQL vector ranking took 0.45-0.50 s and the process peaked at
+# 116 MB with this, against 0.83-0.89 s and 1,118 MB with DuckDB's default (80% of RAM).
+# 16 MB against 64 for a snapshot: a 100k-chunk reader holds 50 MB less, and loads as fast.
+SCAN_MEMORY_LIMIT = 16 << 20
+
+
+def scan_buffer_pool(connection: duckdb.DuckDBPyConnection) -> AbstractContextManager[None]:
+    """Hold DuckDB's buffer pool small for a scan whose blocks will not be read again soon."""
+    return memory_limited(connection, SCAN_MEMORY_LIMIT)
 
 
 def _restore_memory_limit(connection: duckdb.DuckDBPyConnection, shown: str) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,7 +22,7 @@ import duckdb
 import numpy as np
 
 from . import chunk_table, postings, vector_codes
-from .db import memory_limited, numpy_batches, registered, scalar
+from .db import numpy_batches, registered, scalar, scan_buffer_pool
 from .errors import NotAnIndexError
 from .manifest import Quantization
 from .models import Chunk
@@ -42,10 +41,6 @@ from .search import (
 # for ten at a million chunks, where the vector scan takes 50-200) instead of being held:
 # at a million chunks holding them took 1.6 s of the load and a few hundred MB.
 RESIDENT_ROWS_LIMIT = 250_000
-# DuckDB's buffer pool while vectors are streamed: the scanned blocks are not kept twice, and
-# what stays cached after the load is at most this. 16 MB against 64: a 100k-chunk reader holds
-# 50 MB less (388 against 438 MB), and loading 1M chunks took as long (5.5-5.8 s, alternating).
-_SCAN_MEMORY_LIMIT = 16 << 20
 # Postings map keys to rows through a table as wide as the largest key, up to this many times
 # the number of chunks (4 bytes each); wider, by binary search.
 KEY_TABLE_MAX_SPAN = 8
@@ -116,7 +111,7 @@ class QuantizedVectors:
     def load(cls, connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> QuantizedVectors:
         dimension = vector_codes.width(connection) or 0
         codes = np.empty((len(keys), dimension), dtype=np.int8)
-        with _small_buffer_pool(connection):
+        with scan_buffer_pool(connection):
             if not _fill_in_key_order(connection, vector_codes.TABLE, "codes", keys, codes):
                 raise NotAnIndexError(
                     f"its int8 codes ({vector_codes.TABLE}) do not match its chunks;"
@@ -332,7 +327,7 @@ def _normalised_matrix(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) 
         return np.zeros((0, 0), dtype=np.float32)
     dimension = chunk_table.embedding_dimension(connection) or 0
     matrix = np.empty((len(keys), dimension), dtype=np.float32)
-    with _small_buffer_pool(connection):
+    with scan_buffer_pool(connection):
         _fill_in_key_order(connection, "chunks", "embedding", keys, matrix)
     norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]
     matrix /= np.where(norms == 0, 1.0, norms)
@@ -372,18 +367,13 @@ def _fill_matrix(
     return start == len(keys)
 
 
-def _small_buffer_pool(connection: duckdb.DuckDBPyConnection) -> AbstractContextManager[None]:
-    """Hold DuckDB's buffer pool small for a scan whose data the snapshot copies anyway."""
-    return memory_limited(connection, _SCAN_MEMORY_LIMIT)
-
-
 def _release_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
     """Let DuckDB hand back the blocks it cached while the snapshot was read.
 
     The snapshot now holds that data itself; DuckDB would otherwise keep the scanned blocks
     until memory pressure.
     """
-    with _small_buffer_pool(connection):
+    with scan_buffer_pool(connection):
         pass
 
 

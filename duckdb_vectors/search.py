@@ -15,7 +15,7 @@ import numpy as np
 
 from . import chunk_table, postings
 from .config import FusionSettings
-from .db import first_line, registered
+from .db import first_line, registered, scan_buffer_pool
 from .errors import InvalidRankingSQLError, NotAnIndexError
 from .filters import compile_filter
 from .models import Chunk, SearchResult, SearchResults
@@ -216,13 +216,15 @@ class SqlSearcher:
         condition, parameters = scope.condition(parameter_offset=2)
         # A zero vector (a text with no tokens, for some embedders) has no direction: DuckDB
         # scores it NaN, which sorts first; it scores 0, as in the in-memory index.
-        rows = self.connection.execute(
-            "SELECT key, CASE WHEN isnan(cosine) THEN 0.0 ELSE cosine END AS similarity FROM ("
-            f" SELECT key, array_cosine_similarity(embedding, CAST($1 AS FLOAT[{self.dimension}]))"
-            f" AS cosine FROM chunks WHERE {condition})"
-            " ORDER BY similarity DESC, key LIMIT $2",
-            [np.asarray(query, dtype=np.float32).tolist(), depth + TIE_SLACK, *parameters],
-        ).fetchall()
+        with scan_buffer_pool(self.connection):  # every vector is read: caching them is slower
+            rows = self.connection.execute(
+                "SELECT key, CASE WHEN isnan(cosine) THEN 0.0 ELSE cosine END AS similarity FROM ("
+                " SELECT key,"
+                f" array_cosine_similarity(embedding, CAST($1 AS FLOAT[{self.dimension}]))"
+                f" AS cosine FROM chunks WHERE {condition})"
+                " ORDER BY similarity DESC, key LIMIT $2",
+                [np.asarray(query, dtype=np.float32).tolist(), depth + TIE_SLACK, *parameters],
+            ).fetchall()
         return _ranking(rows, depth)
 
     def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking:
