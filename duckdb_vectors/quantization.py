@@ -16,16 +16,13 @@ The dot products of int8 codes are exact integers; the approximate ranking only 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from importlib import import_module
+from importlib.util import find_spec
 from typing import Protocol
 
 import numpy as np
 
 from .search import tie_order
-
-try:
-    import numkong
-except ImportError:  # the numpy kernel serves
-    numkong = None
 
 # Exact top-k needs the best k of the exact scores to be among the best RESCORE_FACTOR * k of
 # the approximate ones. At 1M rows (real and random vectors, 100-300 queries) 1.5x k gave a
@@ -58,14 +55,15 @@ def _numpy_dots(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
 
 
 def _numkong_dots(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
-    # One thread: a second one made no difference at 2.6k to 1M rows here, and concurrent
-    # queries keep the other cores busy.
-    numkong.cdist(query[None], codes, metric="dot", out=out[None])
+    # Imported on first use: 33 ms that a process which never ranks int8 codes (a one-shot
+    # search) need not pay. One thread: a second one made no difference at 2.6k to 1M rows
+    # here, and concurrent queries keep the other cores busy.
+    import_module("numkong").cdist(query[None], codes, metric="dot", out=out[None])
 
 
 # The dot-product kernels this environment has, the fastest first. numkong (the optional extra
 # ``int8``) has SIMD int8 dot products, 1.6-2x faster than the numpy kernel here.
-KERNELS: dict[str, DotKernel] = {"numkong": _numkong_dots} if numkong else {}
+KERNELS: dict[str, DotKernel] = {"numkong": _numkong_dots} if find_spec("numkong") else {}
 KERNELS["numpy"] = _numpy_dots
 
 

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -97,6 +98,7 @@ def hub_cache(root: Path) -> Path:
 LOAD_FROM_CACHE = """
 import json, sys
 from pathlib import Path
+from typing import Any
 from duckdb_vectors import get_embedder
 embedder = get_embedder(sys.argv[1], cache_dir=Path(sys.argv[2]))
 vector = embedder.embed_query(["a cached model"])[0]
@@ -143,3 +145,50 @@ def test_a_broken_static_model_is_a_one_line_error(
     message = str(raised.value)
     assert message.startswith(f"cannot load model {MODEL_NAME} from {folder}: {reason}")
     assert "\n" not in message
+
+
+def tiny_static_model(folder: Path, model: Any, vocabulary: list[str]) -> Path:
+    """A static model folder: ``model``'s tokenizer and one random row per token."""
+    from tokenizers import Tokenizer, pre_tokenizers
+
+    folder.mkdir()
+    tokenizer = Tokenizer(model)
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    table = np.random.default_rng(3).standard_normal((len(vocabulary), 8)).astype(np.float32)
+    header = json.dumps(
+        {
+            "embeddings": {
+                "dtype": "F32",
+                "shape": list(table.shape),
+                "data_offsets": [0, table.nbytes],
+            }
+        }
+    ).encode()
+    (folder / "model.safetensors").write_bytes(
+        len(header).to_bytes(8, "little") + header + table.tobytes()
+    )
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["Unigram", "WordPiece", "BPE"])
+def test_the_unknown_token_is_left_out_of_the_mean_whatever_the_tokenizer(
+    tmp_path: Path, kind: str
+) -> None:
+    """The unknown token's id is found whether the tokenizer names it (BPE, WordPiece) or
+    only the file has it (Unigram); it is not at id 0 here, so it is truly looked up."""
+    from tokenizers import models
+
+    vocabulary = ["h", "w", "<unk>", "d"]  # single letters: BPE needs no merges
+    ids = {token: i for i, token in enumerate(vocabulary)}
+    model = {
+        "Unigram": lambda: models.Unigram([(t, -1.0) for t in vocabulary], 2, False),
+        "WordPiece": lambda: models.WordPiece(ids, unk_token="<unk>"),
+        "BPE": lambda: models.BPE(ids, [], unk_token="<unk>"),
+    }[kind]()
+    static = StaticModel(tiny_static_model(tmp_path / kind, model, vocabulary))
+    assert static.unknown_id == 2
+    assert static.tokenizer.encode("h z", add_special_tokens=False).ids == [0, 2]
+    np.testing.assert_array_equal(static.embed(["h z"]), static.embed(["h"]))
+    assert static.embed(["h"]).any()
+    assert not static.embed(["z"]).any()
