@@ -549,7 +549,7 @@ class VectorStore:
                 logger.warning(
                     "%s: the in-memory index needs about %d MB and %d MB are available"
                     " (memory_budget, or the container's limit); answering from SQL instead,"
-                    " about 1 s a query per million chunks: give it more memory, or quantize"
+                    " about 0.5 s a query per million chunks: give it more memory, or quantize"
                     " it (upgrade --quantize int8: a quarter of the vectors' memory)",
                     self.db_path,
                     needed >> 20,
