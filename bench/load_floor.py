@@ -9,7 +9,10 @@ rounds alternating, each in a fresh process (a fresh DuckDB buffer pool):
   ``MemoryIndex`` reads it (``db.numpy_batches``, 16 MB buffer pool) into one matrix;
 - ``float_array_uncompressed``: the same column written with ``force_compression``;
 - ``float_array_2_cursors``: the default column, two halves read on two cursors in threads;
-- ``blob_blocks``: raw float32 bytes, ``--block-rows`` rows per BLOB, copied into the matrix.
+- ``blob_blocks``: raw float32 bytes, ``--block-rows`` rows per BLOB (DuckDB picks ZSTD for
+  them), streamed as Arrow batches of about 16 MB and copied into the matrix;
+- ``blob_blocks_uncompressed``: the same BLOBs written with ZSTD, FSST and dictionary
+  compression disabled (``disabled_compression_methods``).
 
     python bench/load_floor.py                     # 1M x 256, 3 rounds
     python bench/load_floor.py --rows 100000 --repeat 5
@@ -36,6 +39,8 @@ from common import OUT, write_json
 from duckdb_vectors.db import SCAN_MEMORY_LIMIT, numpy_batches
 
 DIMENSION = 256
+# What DuckDB would otherwise compress a BLOB column with (it picks ZSTD for these).
+BLOB_COMPRESSION = "zstd,fsst,dictionary,dict_fsst"
 
 
 def write_files(folder: Path, rows: int, block_rows: int) -> None:
@@ -50,10 +55,13 @@ def write_files(folder: Path, rows: int, block_rows: int) -> None:
             connection.register("source", pa.table({"key": keys, "embedding": vectors}))
             connection.execute("CREATE TABLE chunks AS SELECT * FROM source")
     blobs = [matrix[start : start + block_rows].tobytes() for start in range(0, rows, block_rows)]
-    with duckdb.connect(str(folder / "blob_blocks.duckdb")) as connection:
-        blocks = {"block": np.arange(len(blobs)), "data": pa.array(blobs, pa.binary())}
-        connection.register("source", pa.table(blocks))
-        connection.execute("CREATE TABLE blocks AS SELECT * FROM source")
+    blocks = pa.table({"block": np.arange(len(blobs)), "data": pa.array(blobs, pa.binary())})
+    for name, disabled in (("blob_blocks", None), ("blob_blocks_uncompressed", BLOB_COMPRESSION)):
+        with duckdb.connect(str(folder / f"{name}.duckdb")) as connection:
+            if disabled:
+                connection.execute(f"SET disabled_compression_methods = '{disabled}'")
+            connection.register("source", blocks)
+            connection.execute("CREATE TABLE blocks AS SELECT * FROM source")
 
 
 def read_array(path: Path, cursors: int) -> np.ndarray:
@@ -79,13 +87,23 @@ def read_array(path: Path, cursors: int) -> np.ndarray:
 
 
 def read_blobs(path: Path) -> np.ndarray:
+    """The BLOBs in storage order (written in block order), each Arrow batch's data buffer
+    copied into the matrix as it comes."""
     with duckdb.connect(str(path), read_only=True) as connection:
-        blobs = connection.sql("SELECT data FROM blocks ORDER BY block").fetchnumpy()["data"]
-    matrix = np.empty((sum(len(blob) for blob in blobs) // (4 * DIMENSION), DIMENSION), np.float32)
-    flat, offset = matrix.reshape(-1).view(np.uint8), 0
-    for blob in blobs:
-        flat[offset : offset + len(blob)] = np.frombuffer(blob, dtype=np.uint8)
-        offset += len(blob)
+        connection.execute(f"SET memory_limit = '{SCAN_MEMORY_LIMIT * 16}B'")
+        sizes = connection.sql("SELECT count(*), sum(octet_length(data)) FROM blocks").fetchall()
+        blob_count, total = sizes[0]
+        matrix = np.empty((total // (4 * DIMENSION), DIMENSION), np.float32)
+        flat, offset = matrix.reshape(-1).view(np.uint8), 0
+        rows_per_batch = max(1, blob_count * SCAN_MEMORY_LIMIT // total)
+        for batch in connection.sql("SELECT data FROM blocks").to_arrow_reader(rows_per_batch):
+            data = batch.column(0)
+            offsets = np.frombuffer(data.buffers()[1], np.int32)[data.offset :]
+            start, end = int(offsets[0]), int(offsets[len(data)])
+            flat[offset : offset + end - start] = np.frombuffer(data.buffers()[2], np.uint8)[
+                start:end
+            ]
+            offset += end - start
     return matrix
 
 
@@ -97,6 +115,9 @@ READERS = {
     ),
     "float_array_2_cursors": lambda folder: read_array(folder / "float_array.duckdb", 2),
     "blob_blocks": lambda folder: read_blobs(folder / "blob_blocks.duckdb"),
+    "blob_blocks_uncompressed": lambda folder: read_blobs(
+        folder / "blob_blocks_uncompressed.duckdb"
+    ),
 }
 
 
