@@ -147,27 +147,30 @@ def test_a_broken_static_model_is_a_one_line_error(
     assert "\n" not in message
 
 
-def tiny_static_model(folder: Path, model: Any, vocabulary: list[str]) -> Path:
-    """A static model folder: ``model``'s tokenizer and one random row per token."""
+def tiny_static_model(
+    folder: Path, model: Any, tensors: dict[str, tuple[str, np.ndarray]] | None = None
+) -> Path:
+    """A static model folder: ``model``'s tokenizer and a safetensors file of ``tensors``
+    (name: (safetensors dtype, array)); by default a random F32 row per token."""
     from tokenizers import Tokenizer, pre_tokenizers
 
     folder.mkdir()
     tokenizer = Tokenizer(model)
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer.save(str(folder / "tokenizer.json"))
-    table = np.random.default_rng(3).standard_normal((len(vocabulary), 8)).astype(np.float32)
-    header = json.dumps(
-        {
-            "embeddings": {
-                "dtype": "F32",
-                "shape": list(table.shape),
-                "data_offsets": [0, table.nbytes],
-            }
+    if tensors is None:
+        rows = np.random.default_rng(3).standard_normal((tokenizer.get_vocab_size(), 8))
+        tensors = {"embeddings": ("F32", rows.astype(np.float32))}
+    header, data = {}, b""
+    for name, (dtype, array) in tensors.items():
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(array.shape),
+            "data_offsets": [len(data), len(data) + array.nbytes],
         }
-    ).encode()
-    (folder / "model.safetensors").write_bytes(
-        len(header).to_bytes(8, "little") + header + table.tobytes()
-    )
+        data += array.tobytes()
+    encoded = json.dumps(header).encode()
+    (folder / "model.safetensors").write_bytes(len(encoded).to_bytes(8, "little") + encoded + data)
     return folder
 
 
@@ -186,9 +189,41 @@ def test_the_unknown_token_is_left_out_of_the_mean_whatever_the_tokenizer(
         "WordPiece": lambda: models.WordPiece(ids, unk_token="<unk>"),
         "BPE": lambda: models.BPE(ids, [], unk_token="<unk>"),
     }[kind]()
-    static = StaticModel(tiny_static_model(tmp_path / kind, model, vocabulary))
+    static = StaticModel(tiny_static_model(tmp_path / kind, model))
     assert static.unknown_id == 2
     assert static.tokenizer.encode("h z", add_special_tokens=False).ids == [0, 2]
     np.testing.assert_array_equal(static.embed(["h z"]), static.embed(["h"]))
     assert static.embed(["h"]).any()
     assert not static.embed(["z"]).any()
+
+
+def test_a_bf16_table_with_a_token_mapping_and_weights_embeds_the_weighted_mean(
+    tmp_path: Path,
+) -> None:
+    """A distilled model2vec layout: token ids map to shared rows of a BF16 table, each token
+    weighted. A text's vector is the normalised weighted sum of its tokens' rows, one text
+    alone or in a batch."""
+    from tokenizers import models
+
+    vocabulary = {"h": 0, "w": 1, "<unk>": 2, "d": 3, "e": 4}
+    rows = np.random.default_rng(11).standard_normal((3, 8)).astype(np.float32)
+    bf16 = (rows.view(np.uint32) >> 16).astype(np.uint16)  # the top half of each float32
+    table = (bf16.astype(np.uint32) << 16).view(np.float32)  # what the model holds
+    mapping = np.array([2, 0, 0, 1, 2], dtype=np.int32)  # "w" and "<unk>" share row 0
+    weights = np.array([0.5, 2.0, 1.0, 1.5, 3.0], dtype=np.float32)
+    folder = tiny_static_model(
+        tmp_path / "model",
+        models.WordLevel(vocabulary, unk_token="<unk>"),
+        {"embeddings": ("BF16", bf16), "mapping": ("I32", mapping), "weights": ("F32", weights)},
+    )
+    static = StaticModel(folder)
+
+    def expected(tokens: list[str]) -> np.ndarray:
+        ids = [vocabulary[t] for t in tokens]
+        total = (table[mapping[ids]] * weights[ids, None]).sum(axis=0)
+        return total / np.linalg.norm(total)
+
+    texts = ["h w d", "e e h zebra"]  # "zebra" is unknown: left out
+    wanted = np.stack([expected(["h", "w", "d"]), expected(["e", "e", "h"])])
+    np.testing.assert_allclose(static.embed(texts), wanted, rtol=1e-6)
+    np.testing.assert_allclose(static.embed(texts[1:]), wanted[1:], rtol=1e-6)
