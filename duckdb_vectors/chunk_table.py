@@ -19,7 +19,15 @@ import duckdb
 import numpy as np
 
 from . import postings, vector_codes
-from .db import array_width, column, first_row, registered, registered_arrow, scalar
+from .db import (
+    array_width,
+    column,
+    column_type,
+    first_row,
+    registered,
+    registered_arrow,
+    scalar,
+)
 from .models import Chunk
 from .rows import ChunkColumns, titled_text
 from .tokenizer import tokenize
@@ -411,12 +419,7 @@ def content_statistics(connection: duckdb.DuckDBPyConnection) -> tuple[int, str]
 def add_content_digest(connection: duckdb.DuckDBPyConnection) -> None:
     """Give a table made before schema version 6 its ``content_digest`` column, filled in (a
     table made since has it)."""
-    found = scalar(
-        connection,
-        "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()"
-        " AND table_name = 'chunks' AND column_name = 'content_digest'",
-    )
-    if found:
+    if column_type(connection, "chunks", "content_digest"):
         return
     # Every ALTER before the UPDATE: DuckDB cannot rebuild the primary key's index for an ALTER
     # while the transaction holds updates ("Cannot create index with outstanding updates").

@@ -93,15 +93,20 @@ def has_table(connection: duckdb.DuckDBPyConnection, name: str) -> bool:
     )
 
 
-def array_width(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> int | None:
-    """The width of fixed-size array column ``table.column`` (``FLOAT[256]``: 256), or None
-    while the open file's table has no such column."""
-    data_type = scalar(
+def column_type(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> str | None:
+    """The SQL type of ``table.column`` in the open file, or None while it has no such column."""
+    return scalar(
         connection,
         "SELECT data_type FROM duckdb_columns() WHERE database_name = current_database()"
         " AND table_name = $1 AND column_name = $2",
         [table, column],
     )
+
+
+def array_width(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> int | None:
+    """The width of fixed-size array column ``table.column`` (``FLOAT[256]``: 256), or None
+    while the open file's table has no such column."""
+    data_type = column_type(connection, table, column)
     return int(str(data_type).rsplit("[", 1)[1].rstrip("]")) if data_type else None
 
 
