@@ -379,7 +379,9 @@ def test_a_sql_vector_ranking_leaves_duckdbs_cache_small(tmp_path: Path) -> None
         return scalar(connection, "SELECT sum(memory_usage_bytes) FROM duckdb_memory()")
 
     limit = scalar(connection, "SELECT current_setting('memory_limit')")
-    ranking = SqlSearcher(connection, 256).vector_ranking(vectors[7], 3, Scope())
+    searcher = SqlSearcher(connection, 256)
+    assert searcher.scan_pool_held_small  # 41 MB of vectors; a 5k-chunk index's stay cached
+    ranking = searcher.vector_ranking(vectors[7], 3, Scope())
     found = scalar(connection, "SELECT chunk_id FROM chunks WHERE key = ?", [int(ranking.keys[0])])
     assert found == "v7"
     assert cached_bytes() <= SCAN_MEMORY_LIMIT
@@ -389,4 +391,16 @@ def test_a_sql_vector_ranking_leaves_duckdbs_cache_small(tmp_path: Path) -> None
         "SELECT max(array_cosine_similarity(embedding, embedding)) FROM chunks"
     ).fetchall()
     assert cached_bytes() > 2 * SCAN_MEMORY_LIMIT
+    store.close()
+
+
+def test_a_small_index_keeps_its_vectors_in_duckdbs_cache(tmp_path: Path) -> None:
+    """Vectors smaller than the scan's pool are cached as DuckDB would: no statements spent
+    holding the pool small on each query."""
+    vectors = np.random.default_rng(6).standard_normal((2_000, 256)).astype(np.float32)
+    store = VectorStore(tmp_path / "x.duckdb", "hashing:256", memory_index=False)
+    store.put_vectors([{"key": f"v{i}", "data": {"float32": row}} for i, row in enumerate(vectors)])
+    searcher = SqlSearcher(store.connection, 256)
+    assert not searcher.scan_pool_held_small
+    assert len(searcher.vector_ranking(vectors[3], 3, Scope()).keys) == 3
     store.close()
