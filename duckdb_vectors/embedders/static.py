@@ -193,10 +193,12 @@ def _unknown_token_id(tokenizer: Tokenizer, tokenizer_file: Path) -> int | None:
     BPE, WordPiece and WordLevel models name it, and the loaded tokenizer looks it up; only a
     Unigram model keeps it as an id the bindings do not show, read from the file (parsing the
     file again took 0.05-0.1 s of a one-shot search)."""
+    from tokenizers.models import Unigram
+
     model = tokenizer.model
     unknown = getattr(model, "unk_token", None)
     if unknown:
         return tokenizer.token_to_id(unknown)
-    if type(model).__name__ != "Unigram":
+    if not isinstance(model, Unigram):
         return None
     return json.loads(tokenizer_file.read_text(encoding="utf-8"))["model"].get("unk_id")
