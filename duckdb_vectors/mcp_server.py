@@ -36,6 +36,7 @@ from pydantic import WithJsonSchema
 
 from .citations import DOCUMENT_URI_PREFIX, document_uri
 from .db import first_line
+from .errors import EmbedderError
 
 if TYPE_CHECKING:
     from .mcp_http import HttpOptions
@@ -140,8 +141,10 @@ class IndexServer(MCPServer):
     def wait_until_loaded(self) -> None:
         """Wait for the model and the in-memory index; a tool error if they failed to load."""
         error = self.warm_up.wait()
-        if error is not None:
+        if isinstance(error, EmbedderError):
             raise ToolError(f"the model could not be loaded: {error}")
+        if error is not None:  # the index's own error names the file and what failed
+            raise ToolError(f"the index could not be loaded: {error}")
 
     def health(self) -> tuple[int, dict[str, Any]]:
         """An HTTP status and a small summary: 200 once the model and the index are loaded,

@@ -189,14 +189,21 @@ class MemoryIndex:
         core = connection.sql("SELECT key, token_count FROM chunks ORDER BY key").fetchnumpy()
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
+        # Every statement that needs DuckDB's working memory (sorts, joins, aggregates) runs
+        # before a scan holds the buffer pool small: the pool is the database's, not the
+        # cursor's, and a million-term vocabulary read beside the vectors' scan ran out of it.
+        layout = postings.Layout.of(connection)
+        vocabulary = postings.vocabulary(connection, layout)
         if committed:
             # The cursor closes after the thread is done, whatever the vectors' load raised.
             with connection.cursor() as reader, ThreadPoolExecutor(1) as loading:
-                postings_loaded = loading.submit(_load_postings, reader, keys, lengths, k1, b)
+                postings_loaded = loading.submit(
+                    _load_postings, reader, layout, vocabulary, keys, lengths, k1, b
+                )
                 vectors = VECTOR_LOADERS[quantization](connection, keys)
                 inverted = postings_loaded.result()
         else:
-            inverted = _load_postings(connection, keys, lengths, k1, b)
+            inverted = _load_postings(connection, layout, vocabulary, keys, lengths, k1, b)
             _release_cached_blocks(connection)
             vectors = VECTOR_LOADERS[quantization](connection, keys)
         _release_cached_blocks(connection)
@@ -379,6 +386,8 @@ def _release_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
 
 def _load_postings(
     connection: duckdb.DuckDBPyConnection,
+    layout: postings.Layout,
+    vocabulary: postings.Vocabulary,
     keys: np.ndarray,
     lengths: np.ndarray,
     k1: float,
@@ -391,8 +400,6 @@ def _load_postings(
     nothing the size of the table is sorted or held twice; DuckDB sorting 40 million postings
     took longer than this whole load.
     """
-    layout = postings.Layout.of(connection)
-    vocabulary = postings.vocabulary(connection, layout)
     offsets = np.concatenate([[0], np.cumsum(vocabulary.document_frequency, dtype=np.int64)])
     slot_of_id = np.zeros(int(vocabulary.term_ids.max(initial=-1)) + 1, dtype=np.int64)
     slot_of_id[vocabulary.term_ids] = np.arange(len(vocabulary.term_ids))

@@ -533,7 +533,9 @@ class VectorStore:
                 self._connection, quantization, committed=not self._transaction_depth
             )
         except duckdb.Error as error:  # a file damaged where no query had read yet
-            raise NotAnIndexError(f"{self.db_path} cannot be read: {first_line(error)}") from None
+            raise NotAnIndexError(
+                f"{self.db_path}: its in-memory index could not be loaded: {first_line(error)}"
+            ) from None
         except NotAnIndexError as error:
             raise NotAnIndexError(f"{self.db_path} is not a usable index: {error}") from None
         return self._memory
