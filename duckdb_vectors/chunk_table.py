@@ -29,8 +29,8 @@ from .db import (
     scalar,
 )
 from .models import Chunk
-from .rows import ChunkColumns, titled_text
-from .tokenizer import tokenize
+from .rows import ChunkColumns
+from .terms import index_terms
 
 
 @dataclass(frozen=True)
@@ -120,11 +120,15 @@ def embedding_dimension(connection: duckdb.DuckDBPyConnection) -> int | None:
 
 
 def encode(
-    chunks: ChunkColumns, keys: np.ndarray, etags: list[str], embeddings: np.ndarray
+    chunks: ChunkColumns,
+    keys: np.ndarray,
+    etags: list[str],
+    embeddings: np.ndarray,
+    language: str,
 ) -> dict[str, Sequence[Any] | np.ndarray]:
     """The rows of new chunks, column by column, for ``insert`` (``stamped_at`` is set there;
     ``tokens``: see ``token_columns``)."""
-    token_counts, joined_tokens = token_columns(chunks.embedding_texts())
+    token_counts, joined_tokens = token_columns(chunks.title, chunks.text, language)
     return {
         "key": keys,
         "chunk_id": chunks.chunk_id,
@@ -140,17 +144,20 @@ def encode(
     }
 
 
-def token_columns(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Each text's BM25 token count, and its tokens joined by spaces (a token never holds one).
+def token_columns(
+    titles: Sequence[str | None], texts: Sequence[str], language: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each chunk's BM25 term count, and its terms (``terms.index_terms``) joined by spaces (a
+    term never holds one).
 
-    The postings are counted from the joined tokens (``postings.insert``), which is
+    The postings are counted from the joined terms (``postings.insert``), which is
     faster than a Counter per chunk and hands DuckDB one string per chunk instead of one per
     posting.
     """
     token_counts: list[int] = []
     joined_tokens: list[str] = []
-    for text in texts:
-        tokens = tokenize(text)
+    for title, text in zip(titles, texts, strict=True):
+        tokens = index_terms(title, text, language)
         token_counts.append(len(tokens))
         joined_tokens.append(" ".join(tokens))
     return np.asarray(token_counts, dtype=np.int32), column(joined_tokens)
@@ -200,7 +207,7 @@ def insert(
         postings.insert(connection, "new_tokens", run)
 
 
-def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int) -> None:
+def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int, language: str) -> None:
     """Recount every chunk's tokens and rebuild the postings with this tokenizer, reading
     ``batch_size`` chunks at a time in key order (memory stays bounded). The caller owns the
     transaction."""
@@ -214,7 +221,8 @@ def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int) -> None:
         if not batch:
             return
         keys = np.asarray([key for key, _, _ in batch], dtype=np.int64)
-        counts, tokens = token_columns([titled_text(title, text) for _, title, text in batch])
+        titles, texts = [title for _, title, _ in batch], [text for _, _, text in batch]
+        counts, tokens = token_columns(titles, texts, language)
         retokenized = {"key": keys, "token_count": counts, "tokens": tokens}
         with registered(connection, "retokenized", retokenized):
             connection.execute(
@@ -336,6 +344,26 @@ def by_keys(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> list[Chu
     ).fetchall()
     by_key = {row[0]: row[1:] for row in found}
     return _decode_rows([by_key[int(key)] for key in keys])
+
+
+# A chunk's document: its source, else the chunk alone (``document_of`` in Python).
+DOCUMENT_OF = "coalesce(source, '#' || chunk_id)"
+
+
+def documents_of(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> list[str]:
+    """The document of each chunk with these row keys, in that order: its source, else ``#``
+    and its chunk id (every key must exist)."""
+    found = connection.execute(
+        f"SELECT key, {DOCUMENT_OF} FROM chunks WHERE key IN (SELECT unnest($1::BIGINT[]))",
+        [keys.tolist()],
+    ).fetchall()
+    by_key = dict(found)
+    return [by_key[int(key)] for key in keys]
+
+
+def document_of(source: str | None, chunk_id: str) -> str:
+    """A chunk's document, as ``DOCUMENT_OF`` computes it in SQL."""
+    return source if source is not None else f"#{chunk_id}"
 
 
 def by_ids(

@@ -172,6 +172,17 @@ def quantize_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
+def language_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--language, for the verbs that write an index (index, upgrade)."""
+    return click.option(
+        "--language",
+        metavar="NAME",
+        help="The Snowball language whose word forms BM25 also matches (english, german,"
+        " french, ...); another than the recorded one re-tokenizes the index. Recorded in the"
+        " index [env DUCKDB_VECTORS_LANGUAGE; default: what the index records, else english].",
+    )(command)
+
+
 def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--db, --backend, --model-path and --json, shared by the verbs that open an index."""
     return db_option(model_options(json_option(command)))
@@ -210,6 +221,7 @@ Examples:
 )
 @store_options
 @quantize_option
+@language_option
 @click.option("--recursive/--no-recursive", default=True, show_default=True)
 @click.option(
     "--include",
@@ -241,6 +253,7 @@ def index(
     model_path: Path | None,
     as_json: bool,
     quantize: Quantization | None,
+    language: str | None,
     recursive: bool,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
@@ -257,14 +270,25 @@ def index(
     if from_parquet is not None:
         if metadata:
             raise click.UsageError("--set applies to a FOLDER; put metadata in the Parquet rows")
-        _index_parquet(
-            from_parquet, db_path, backend, model_path, quantize, source_prefix, as_json, progress
+        store = VectorStore(
+            db_path,
+            backend,
+            model_path=model_path,
+            quantize=quantize,
+            language=language,
+            read_only=False,
         )
+        _index_parquet(store, from_parquet, backend, source_prefix, as_json, progress)
         return
     from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
 
     with VectorStore(
-        db_path, backend, model_path=model_path, quantize=quantize, read_only=False
+        db_path,
+        backend,
+        model_path=model_path,
+        quantize=quantize,
+        language=language,
+        read_only=False,
     ) as store:
         summary = index_folder(
             store,
@@ -286,20 +310,16 @@ def index(
 
 
 def _index_parquet(
+    store: VectorStore,
     pattern: str,
-    db_path: Path | None,
     backend: str | None,
-    model_path: Path | None,
-    quantize: Quantization | None,
     source_prefix: str | None,
     as_json: bool,
     progress: bool | None,
 ) -> None:
     from .parquet_import import index_parquet
 
-    with VectorStore(
-        db_path, backend, model_path=model_path, quantize=quantize, read_only=False
-    ) as store:
+    with store:
         if store.manifest is None and backend is None:
             raise click.UsageError(
                 f"{store.db_path} is a new index: pass --backend naming the model that made"
@@ -356,21 +376,23 @@ def pull(url: str, max_age: float | None, as_json: bool) -> None:
 Examples:
   duckdb-vectors upgrade --db docs.duckdb
   duckdb-vectors upgrade --db docs.duckdb --quantize int8   # add int8 codes
+  duckdb-vectors upgrade --db docs.duckdb --language german # German word forms
 """
 )
 @db_option
 @quantize_option
-def upgrade(db_path: Path | None, quantize: Quantization | None) -> None:
+@language_option
+def upgrade(db_path: Path | None, quantize: Quantization | None, language: str | None) -> None:
     """Bring an index from an older duckdb-vectors up to this one: migrate its schema and
     re-tokenize it for BM25, in one go; --quantize also codes its vectors. Loads no model and
     leaves the float32 vectors as they are."""
-    with VectorStore(db_path, quantize=quantize, read_only=False) as store:
+    with VectorStore(db_path, quantize=quantize, language=language, read_only=False) as store:
         manifest = store.manifest
     if manifest is None:
         raise DuckDBVectorsError(f"{store.db_path} holds no index to upgrade")
     click.echo(
-        f"{store.db_path}: schema {manifest.schema_version}, tokenizer {manifest.tokenizer},"
-        f" quantization {manifest.quantization or 'none'}"
+        f"{store.db_path}: schema {manifest.schema_version}, tokenizer {manifest.tokenizer}"
+        f" ({manifest.language}), quantization {manifest.quantization or 'none'}"
     )
 
 

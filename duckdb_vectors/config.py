@@ -93,6 +93,15 @@ class Settings(BaseSettings):
             " index without it, the index is converted when opened read-write."
         ),
     )
+    language: str | None = Field(
+        None,
+        description=(
+            "The Snowball language whose word forms BM25 also matches in Latin-script words"
+            " (english, german, french, spanish, ...; Cyrillic, Greek, Arabic and Armenian words"
+            " use their own). Unset: what the index records (english for a new one); set to"
+            " another, the index is re-tokenized when opened read-write."
+        ),
+    )
     fusion: FusionSettings = Field(default_factory=FusionSettings)
     auth_token: str | None = Field(
         None,

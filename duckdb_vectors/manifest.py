@@ -19,7 +19,7 @@ from .db import scalar
 from .errors import NotAnIndexError
 from .schema import SCHEMA_VERSION
 from .slices import SliceCount
-from .tokenizer import TOKENIZER_NAME
+from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME
 
 # How an index may store its vectors besides float32 (see ``quantization``).
 Quantization = Literal["int8"]
@@ -32,6 +32,9 @@ class Manifest(BaseModel):
     model_fingerprint: str | None = Field(None, description="Content hash of the model files.")
     dimension: int = Field(description="Width of every stored vector.")
     tokenizer: str = Field(description="Name of the tokenizer behind the lexical index.")
+    language: str = Field(
+        DEFAULT_LANGUAGE, description="Snowball language of the word forms of Latin-script words."
+    )
     schema_version: int
     chunk_count: int = 0
     content_hash: str = Field(
@@ -70,6 +73,7 @@ def refreshed(
     slice_keys: list[str],
     slices: list[SliceCount],
     quantization: Quantization | None,
+    language: str,
 ) -> Manifest:
     """The manifest after a write: what the index holds now, built with what is in use now.
     The first build time is kept; a fingerprint not known this time (no model was loaded)
@@ -80,6 +84,7 @@ def refreshed(
         model_fingerprint=model_fingerprint or (previous.model_fingerprint if previous else None),
         dimension=dimension,
         tokenizer=TOKENIZER_NAME,
+        language=language,
         schema_version=SCHEMA_VERSION,
         chunk_count=chunk_count,
         content_hash=content_hash,

@@ -259,6 +259,15 @@ class MemoryIndex:
             return chunk_table.by_keys(self.connection, keys)
         return [self._chunk(int(row)) for row in np.searchsorted(self.keys, keys)]
 
+    def documents(self, keys: np.ndarray) -> list[str]:
+        if self.rows is None:
+            return chunk_table.documents_of(self.connection, keys)
+        sources, chunk_ids = self.rows["source"], self.rows["chunk_id"]
+        return [
+            chunk_table.document_of(sources[row], chunk_ids[row])
+            for row in np.searchsorted(self.keys, keys).tolist()
+        ]
+
     def _chunk(self, row: int) -> Chunk:
         assert self.rows is not None
         return chunk_table.decode({name: values[row] for name, values in self.rows.items()})

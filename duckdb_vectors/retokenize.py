@@ -19,11 +19,11 @@ from .db import Transaction, objects_typed_by_first_value
 from .errors import IndexMismatchError
 from .manifest import Manifest, write_manifest
 from .schema import UPGRADE_COMMAND
-from .tokenizer import TOKENIZER_NAME
+from .terms import TOKENIZER_NAME
 
 # Tokenizers of earlier releases. A name not here and not TOKENIZER_NAME comes from a newer
 # release (or another program): re-tokenizing with this one would downgrade it.
-OLDER_TOKENIZERS = ("exact-v1",)
+OLDER_TOKENIZERS = ("exact-v1", "exact-v2")
 _BATCH = 16_384
 
 
@@ -32,15 +32,23 @@ def current_manifest(
     manifest: Manifest | None,
     db_path: Path | str,
     read_only: bool,
+    language: str,
 ) -> Manifest | None:
-    """The index's manifest once its tokens are this tokenizer's, re-tokenizing if need be.
+    """The index's manifest once its terms are this tokenizer's in ``language``, re-tokenizing
+    if need be.
 
     Raises ``IndexMismatchError`` for a tokenizer this release does not know, and for an older
-    one when the index is open read-only.
+    one or another language when the index is open read-only.
     """
-    if manifest is None or manifest.tokenizer == TOKENIZER_NAME:
+    if manifest is None or (manifest.tokenizer == TOKENIZER_NAME and manifest.language == language):
         return manifest
-    if manifest.tokenizer not in OLDER_TOKENIZERS:
+    if manifest.tokenizer == TOKENIZER_NAME and read_only:
+        raise IndexMismatchError(
+            f"{db_path} was built for language {manifest.language}, not {language}; leave the"
+            f" language unset, or re-tokenize it once with:"
+            f" {UPGRADE_COMMAND} {db_path} --language {language}"
+        )
+    if manifest.tokenizer not in (TOKENIZER_NAME, *OLDER_TOKENIZERS):
         raise IndexMismatchError(
             f"{db_path} was built with tokenizer {manifest.tokenizer}, which this duckdb-vectors"
             f" (tokenizer {TOKENIZER_NAME}) does not know; upgrade duckdb-vectors or re-index it"
@@ -51,9 +59,9 @@ def current_manifest(
             f" {TOKENIZER_NAME}; re-tokenize it once with: {UPGRADE_COMMAND} {db_path}"
         )
     upgraded = manifest.model_copy(
-        update={"tokenizer": TOKENIZER_NAME, "built_at": datetime.now(UTC)}
+        update={"tokenizer": TOKENIZER_NAME, "language": language, "built_at": datetime.now(UTC)}
     )
     with objects_typed_by_first_value(connection), Transaction(connection):
-        chunk_table.retokenize(connection, _BATCH)
+        chunk_table.retokenize(connection, _BATCH, language)
         write_manifest(connection, upgraded)
     return upgraded

@@ -53,6 +53,7 @@ from .retokenize import current_manifest
 from .rows import ChunkColumns
 from .schema import check_readable, migrate
 from .search import Match, Query, Scope, Searcher, SqlSearcher, answer
+from .terms import query_terms
 from .tokenizer import tokenize
 from .writes import WriteStats
 
@@ -91,6 +92,9 @@ class VectorStore:
             float32 vectors (``DUCKDB_VECTORS_QUANTIZE``). The index records it, so later opens
             need not repeat it; given for an index that is not quantized, the index is
             converted here (read-write only).
+        language: the Snowball language BM25 also matches word forms in ("english",
+            "german", ...; ``DUCKDB_VECTORS_LANGUAGE``). Unset: what the index records
+            (english for a new one); another one re-tokenizes the index (read-write only).
         fusion: how vector and BM25 rankings are fused.
         max_age: re-check a published index's cached copy with its server when older than
             this many seconds (or ``"6h"``, ``"2d"``; ``DUCKDB_VECTORS_MAX_AGE``; default 2d).
@@ -108,6 +112,7 @@ class VectorStore:
         memory_index: bool | None = None,
         memory_budget: int | str | None = None,
         quantize: Quantization | None = None,
+        language: str | None = None,
         fusion: FusionSettings | None = None,
         max_age: float | str | None = None,
         embedder: Embedder | None = None,
@@ -121,6 +126,7 @@ class VectorStore:
             "memory_index": memory_index,
             "memory_budget": memory_budget,
             "quantize": quantize,
+            "language": language,
             "fusion": fusion,
             "max_age": max_age,
         }
@@ -450,7 +456,7 @@ class VectorStore:
             query_vector = self._checked_embedder().embed_query([text])[0]
         else:
             query_vector = inputs.query_vector(vector, self._recorded_dimension())
-        terms = tokenize(text) if hybrid else None
+        terms = query_terms(text, self.language) if hybrid else None
         all_terms = tokenize(text) if match == "all" else None
         return self._search(
             Query(query_vector, terms, top_k, scope, rescore, one_per_source, all_terms)
@@ -472,8 +478,8 @@ class VectorStore:
         inputs.check_query(text)
         inputs.check_match(match)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
-        terms = tokenize(text)
-        all_terms = terms if match == "all" else None
+        terms = query_terms(text, self.language)
+        all_terms = tokenize(text) if match == "all" else None
         return self._search(Query(None, terms, top_k, scope, rescore, one_per_source, all_terms))
 
     def query_vectors(
@@ -569,7 +575,7 @@ class VectorStore:
         if embeddings is not None:
             compatibility.check_written_dimension(self.db_path, self.manifest, embeddings.shape[1])
         self._memory = None
-        return writes.apply_batch(self._connection, batch, embeddings, stamp, run)
+        return writes.apply_batch(self._connection, batch, embeddings, stamp, self.language, run)
 
     def _delete_keys(self, keys: np.ndarray) -> int:
         self._memory = None
@@ -601,6 +607,7 @@ class VectorStore:
             slice_keys=slice_keys,
             slices=counts,
             quantization=self.quantization,
+            language=self.language,
         )
         write_manifest(self._connection, self.manifest)
 
@@ -619,7 +626,12 @@ class VectorStore:
         except duckdb.Error as error:
             raise NotAnIndexError(f"{self.db_path} cannot be read: {first_line(error)}") from None
         compatibility.check_stored_dimension(self.db_path, manifest, stored)
-        return current_manifest(self._connection, manifest, self.db_path, self.read_only)
+        self.language = compatibility.resolve_language(
+            self.db_path, manifest, self.settings.language
+        )
+        return current_manifest(
+            self._connection, manifest, self.db_path, self.read_only, self.language
+        )
 
     def _checked_embedder(self) -> Embedder:
         embedder = self.embedder

@@ -14,8 +14,7 @@ Deliberately simple: no stemming, no stop words, so codes and identifiers (``S3`
 - A run of Hangul is a word of its own (``DuckDB를`` gives ``duckdb`` and ``를``), emitted
   also without a common trailing particle or ending (``데이터베이스를``: ``데이터베이스``).
 
-The tokenizer's name is stored in the index manifest; an index is only searched with the
-tokenizer that built it (see ``retokenize``).
+``terms`` builds BM25's terms from these tokens; the manifest names that scheme.
 """
 
 from __future__ import annotations
@@ -27,8 +26,6 @@ from functools import lru_cache
 from itertools import pairwise
 
 import regex
-
-TOKENIZER_NAME = "exact-v2"
 
 _CJK = r"[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]&&[\p{L}\p{M}]"
 # By Unicode block, which the check below needs (a block range is cheap to search for).
@@ -198,7 +195,7 @@ def _word_and_stem(run: str) -> list[str]:
 
 
 # How a run of each script in ``_SCRIPTS`` becomes tokens. Changing one changes the tokens of
-# every index: it needs a new TOKENIZER_NAME. (bench/tokenizer_scripts.py swaps entries to
+# every index: it needs a new ``terms.TOKENIZER_NAME``. (bench/tokenizer_scripts.py swaps entries to
 # compare alternatives.)
 SCRIPT_RUNS: dict[str, Callable[[str], list[str]]] = {
     "cjk": _characters_and_bigrams,

@@ -144,13 +144,14 @@ def apply_batch(
     batch: PlannedBatch,
     embeddings: np.ndarray | None,
     stamp: datetime,
+    language: str,
     run: postings.Run | None = None,
 ) -> WriteStats:
-    """Replace the changed chunks (rows and postings; ``run``: see ``postings.Run``) and
-    restamp the unchanged ones."""
+    """Replace the changed chunks (rows and postings, their word forms in ``language``;
+    ``run``: see ``postings.Run``) and restamp the unchanged ones."""
     if batch.changed and embeddings is not None:
         chunk_table.ensure_embedding(connection, embeddings.shape[1])
-        _replace_changed(connection, batch, embeddings, stamp, run)
+        _replace_changed(connection, batch, embeddings, stamp, language, run)
     changed = set(batch.changed)
     same = [i for i in range(len(batch.chunks)) if i not in changed]
     if same:
@@ -163,6 +164,7 @@ def _replace_changed(
     batch: PlannedBatch,
     embeddings: np.ndarray,
     stamp: datetime,
+    language: str,
     run: postings.Run | None,
 ) -> None:
     chunks = batch.chunks.take(batch.changed)
@@ -173,7 +175,7 @@ def _replace_changed(
     first_key = chunk_table.next_key(connection)
     keys = np.arange(first_key, first_key + len(chunks), dtype=np.int64)
     etags = [batch.etags[i] for i in batch.changed]
-    new_rows = chunk_table.encode(chunks, keys, etags, embeddings)
+    new_rows = chunk_table.encode(chunks, keys, etags, embeddings, language)
     chunk_table.insert(connection, new_rows, stamp, run)
 
 

@@ -13,7 +13,7 @@ from conftest import DEFAULT_BACKEND, STATIC_MODEL
 from duckdb_vectors import IndexMismatchError, NotAnIndexError, VectorStore
 from duckdb_vectors.embedders import BaseEmbedder, fingerprint_directory
 from duckdb_vectors.schema import MIGRATIONS, SCHEMA_VERSION
-from duckdb_vectors.tokenizer import TOKENIZER_NAME
+from duckdb_vectors.terms import TOKENIZER_NAME
 from duckdb_vectors.writes import WRITE_BATCH
 
 
@@ -32,7 +32,7 @@ def test_manifest_records_model_dimension_versions_and_content(db_path: Path) ->
     assert manifest.chunk_count == 3
     assert len(manifest.content_hash) == 64
     assert manifest.duckdb_version == duckdb.__version__
-    assert manifest.tokenizer == TOKENIZER_NAME == "exact-v2"
+    assert manifest.tokenizer == TOKENIZER_NAME == "words-v3"
     assert manifest.built_at >= manifest.created_at
 
 

@@ -19,7 +19,7 @@ from duckdb_vectors.chunk_table import retokenize
 from duckdb_vectors.db import Transaction, column, registered
 from duckdb_vectors.manifest import read_manifest, write_manifest
 from duckdb_vectors.rows import titled_text
-from duckdb_vectors.tokenizer import TOKENIZER_NAME
+from duckdb_vectors.terms import TOKENIZER_NAME
 
 SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 # Real text (Debian translations, as in test_tokenizer) in the scripts exact-v2 splits anew,
@@ -154,7 +154,7 @@ def test_chunks_are_re_tokenized_a_batch_at_a_time(
 ) -> None:
     connection = duckdb.connect(str(old_index))
     with Transaction(connection):
-        retokenize(connection, batch_size=2)  # 5 chunks: batches of 2, 2 and 1
+        retokenize(connection, 2, "english")  # 5 chunks: batches of 2, 2 and 1
     connection.close()
     assert lexical_index(old_index) == fresh_lexical_index
 

@@ -21,6 +21,7 @@ from duckdb_vectors import (
 from duckdb_vectors.db import SCAN_MEMORY_LIMIT, scalar
 from duckdb_vectors.memory_index import MemoryIndex
 from duckdb_vectors.search import BM25_B, BM25_K1, Ranking, Scope, SqlSearcher, fuse
+from duckdb_vectors.terms import index_terms, query_terms
 from duckdb_vectors.tokenizer import tokenize
 
 SCIFACT = EVALDATA / "ir" / "scifact"
@@ -94,7 +95,7 @@ def test_vector_ranking_is_exact_brute_force(scifact_store: VectorStore) -> None
 
 def test_bm25_scores_agree_with_bm25s_on_the_same_tokens(scifact_store: VectorStore) -> None:
     documents = scifact_documents(600)
-    corpus = [tokenize(f"{d['title']}\n\n{d['text']}") for d in documents]
+    corpus = [index_terms(d["title"], d["text"]) for d in documents]
     reference = bm25s.BM25(method="lucene", k1=BM25_K1, b=BM25_B)
     reference.index(corpus, show_progress=False)
     memory, sql = searchers(scifact_store)
@@ -103,7 +104,7 @@ def test_bm25_scores_agree_with_bm25s_on_the_same_tokens(scifact_store: VectorSt
     )
     position = {d["_id"]: i for i, d in enumerate(documents)}
     for query in QUERIES:
-        terms = list(dict.fromkeys(tokenize(query)))
+        terms = list(dict.fromkeys(query_terms(query)))
         expected = reference.get_scores(terms)
         for searcher in (memory, sql):
             ranking = searcher.lexical_ranking(terms, 50, Scope())
@@ -277,9 +278,15 @@ def test_relative_score_fusion_divides_each_signal_by_its_best() -> None:
     lexical = Ranking(np.array([2, 3]), np.array([10.0, 4.0]))
     fused = fuse(vector, lexical, FusionSettings(method="relative", lexical_weight=0.5))
     scores = dict(zip(fused.keys, fused.scores, strict=True))
-    # chunk 1: vector 1.0, text missing -> text's lowest (0.4); chunk 3: vector missing -> 0.5
-    assert scores == pytest.approx({1: 0.7, 2: 0.75, 3: 0.45})
+    # chunk 1: vector 1.0, no BM25 -> 0; chunk 3: not a vector candidate -> vector's lowest 0.5
+    assert scores == pytest.approx({1: 0.5, 2: 0.75, 3: 0.45})
     assert list(fused.keys) == [2, 1, 3]
+
+
+def test_an_identifiers_only_match_tops_the_hybrid_list(filled_store: VectorStore) -> None:
+    """BM25 finds one chunk: the others must not count as perfect BM25 matches too."""
+    hits = filled_store.query("E1234", top_k=3)
+    assert hits[0].chunk.chunk_id == "doc:2" and hits[0].text_rank == 1
 
 
 def test_lexical_weight_zero_is_vector_order(scifact_store: VectorStore) -> None:

@@ -1,0 +1,107 @@
+"""The BM25 terms of a chunk and of a query: two streams over the exact tokens.
+
+- **Exact**: ``tokenizer.tokenize``'s tokens, so codes and identifiers match as written.
+- **Word forms**: each alphabetic token's Snowball stem, marked with ``STEM_MARK`` so it never
+  meets an exact token (the tokenizer never makes a token with that character): "registering"
+  finds "register", "metrics" finds "metric". A query word scores on both streams, so a page
+  with the exact word still ranks above one with another form of it. Latin letters are stemmed
+  in the index's language; Cyrillic, Greek, Arabic and Armenian words by their script's stemmer;
+  scripts indexed as n-grams or without a Snowball stemmer (Chinese, Japanese, Korean, Thai,
+  ...) stay exact. Stemmers come from PyStemmer (Snowball, in C; it caches each word's stem).
+- **Headings as a field** (BM25F with integer field weights): the title breadcrumb's tokens
+  count ``TITLE_WEIGHT`` times in term frequency and length, so a page titled with the words
+  of a question outranks one that only mentions them.
+- **Question words**: a query's conversational words ("how do I", "can I", "ok but") are left
+  out when content words remain, so they do not pull up every page that says "how" or "I".
+
+The name of this scheme (``TOKENIZER_NAME``) and the index's language are in its manifest; an
+index is only searched with the terms that built it (see ``retokenize``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import regex
+import Stemmer
+
+from .tokenizer import tokenize
+
+TOKENIZER_NAME = "words-v3"
+DEFAULT_LANGUAGE = "english"
+STEM_MARK = "~"
+TITLE_WEIGHT = 2
+
+# Scripts with a Snowball stemmer of their own: their words are stemmed whatever the index's
+# language (which chooses the stemmer of Latin-script words).
+_SCRIPT_STEMMERS = {"Cyrillic": "russian", "Greek": "greek", "Arabic": "arabic"}
+_SCRIPT_STEMMERS["Armenian"] = "armenian"
+_SCRIPT_OF = {name: regex.compile(rf"\p{{sc={name}}}") for name in [*_SCRIPT_STEMMERS, "Latin"]}
+
+# fmt: off
+QUESTION_WORDS = frozenset((
+    "how", "what", "which", "why", "when", "where", "who", "whom", "whose",
+    "do", "does", "did", "doing", "done", "can", "could", "should", "would", "will", "shall",
+    "may", "might", "must", "is", "are", "was", "were", "be", "been", "being", "am",
+    "i", "me", "my", "we", "our", "us", "you", "your", "it", "its", "there", "here",
+    "a", "an", "the", "this", "that", "these", "those", "to", "of", "in", "on", "at", "for",
+    "with", "from", "by", "about", "into", "and", "or", "but", "if", "so", "ok", "okay", "hi",
+    "hello", "please", "thanks", "just", "also", "some", "any", "get", "got", "want", "need",
+    "know", "tell", "way", "possible", "there's", "what's", "how's", "i'm", "it's", "don't",
+    "doesn't", "isn't", "can't", "i've", "i'd", "let", "like", "yes", "no", "not",
+))
+# fmt: on
+
+
+def index_terms(title: str | None, text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
+    """The terms a chunk is indexed under: its title's tokens ``TITLE_WEIGHT`` times, its
+    text's tokens, then the word forms of both."""
+    words = (tokenize(title) * TITLE_WEIGHT if title else []) + tokenize(text)
+    return words + word_forms(words, language)
+
+
+def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
+    """The terms a query looks up: its content words (all its words if it has no other),
+    then their word forms."""
+    words = content_words(tokenize(text))
+    return words + word_forms(words, language)
+
+
+def content_words(words: list[str]) -> list[str]:
+    """``words`` without the conversational ones, unless nothing else is left."""
+    content = [word for word in words if word not in QUESTION_WORDS]
+    return content or words
+
+
+def word_forms(words: list[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
+    """The marked stem of each alphabetic word that has a stemmer (the others have none)."""
+    latin = _stemmer(language)
+    forms: list[str] = []
+    for word in words:
+        if not word.isalpha():  # codes, numbers, identifiers, compounds: exact only
+            continue
+        stemmer = latin if word.isascii() else _stemmer_for(word, language)
+        if stemmer is not None:
+            forms.append(STEM_MARK + stemmer.stemWord(word))
+    return forms
+
+
+@lru_cache(maxsize=16)
+def _stemmer(language: str) -> Stemmer.Stemmer:
+    return Stemmer.Stemmer(language)
+
+
+@lru_cache(maxsize=65536)
+def _stemmer_for(word: str, language: str) -> Stemmer.Stemmer | None:
+    """The stemmer of ``word``'s script (by its first letter), or None."""
+    for script, pattern in _SCRIPT_OF.items():
+        if pattern.match(word):
+            return _stemmer(_SCRIPT_STEMMERS.get(script, language))
+    return None
+
+
+LANGUAGES = tuple(Stemmer.algorithms())
+
+
+def is_language(language: str) -> bool:
+    return language in LANGUAGES

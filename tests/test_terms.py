@@ -1,0 +1,124 @@
+"""BM25's terms: the exact stream and the word forms beside it, the title as a weighted field,
+a question's conversational words, and the index's language."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from duckdb_vectors import IndexMismatchError, InvalidSettingError, VectorStore
+from duckdb_vectors.terms import STEM_MARK, content_words, index_terms, query_terms
+
+GUIDES = {
+    "register": ("Models", "Register a model before serving it; a registered model has a version."),
+    "metrics": ("Monitoring and Logging Metrics", "Report a metric at every training step."),
+    "errors": ("Errors", "E408 means the request timed out; SQLSTATE 22P02 is a bad cast."),
+    "csv": ("Reading CSV", "read_csv_auto detects the dialect of a CSV file."),
+    "chatty": ("FAQ", "How do I ask? What can I do? Can I, how would I, should I?"),
+    "mentions": ("Tuning", "Tuning also logs a few metrics, as training does."),
+}
+
+
+@pytest.fixture
+def guides(tmp_path: Path) -> VectorStore:
+    with VectorStore(tmp_path / "guides.duckdb", "hashing") as store:
+        store.add_texts(
+            [text for _, text in GUIDES.values()],
+            ids=list(GUIDES),
+            titles=[title for title, _ in GUIDES.values()],
+        )
+        yield store
+
+
+def best(store: VectorStore, query: str) -> str:
+    return store.query_text(query, top_k=1)[0].chunk.chunk_id
+
+
+def test_a_word_is_indexed_as_written_and_as_its_word_form() -> None:
+    assert query_terms("registering metrics") == [
+        "registering",
+        "metrics",
+        f"{STEM_MARK}regist",
+        f"{STEM_MARK}metric",
+    ]
+
+
+@pytest.mark.parametrize("code", ["E408", "read_csv_auto", "22P02", "v2.0", "2023"])
+def test_codes_and_identifiers_have_no_word_form(code: str) -> None:
+    assert not any(term.startswith(STEM_MARK) for term in query_terms(code))
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("registering", "register"),  # another form of the word
+        ("logging custom metrics", "metrics"),
+        ("E408", "errors"),  # codes exactly
+        ("SQLSTATE 22P02", "errors"),
+        ("read_csv_auto", "csv"),
+    ],
+)
+def test_inflections_and_codes_are_found(guides: VectorStore, query: str, expected: str) -> None:
+    assert best(guides, query) == expected
+
+
+def test_the_exact_form_ranks_above_another_form(tmp_path: Path) -> None:
+    with VectorStore(tmp_path / "forms.duckdb", "hashing") as store:
+        store.add_texts(["the runner is ready", "the run is ready"], ids=["runner", "run"])
+        hits = store.query_text("run", top_k=2)
+    assert [hit.chunk.chunk_id for hit in hits] == ["run"]  # "runner" is not a form of "run"
+    assert query_terms("runs")[-1] == query_terms("run")[-1]
+
+
+def test_a_title_counts_more_than_a_mention_in_the_text(guides: VectorStore) -> None:
+    assert best(guides, "metrics") == "metrics"  # in its title, against "mentions"' text
+    title, text = GUIDES["metrics"]
+    assert index_terms(title, text).count("metrics") == 2  # the title's weight
+
+
+def test_conversational_words_do_not_drown_the_content_words(guides: VectorStore) -> None:
+    assert best(guides, "ok but how do I register a model?") == "register"
+    assert content_words(["how", "do", "i", "register"]) == ["register"]
+    assert content_words(["how", "do", "i"]) == ["how", "do", "i"]  # nothing else: kept
+
+
+def test_each_alphabet_is_stemmed_by_its_own_language_and_ngram_scripts_stay_exact() -> None:
+    assert query_terms("базы")[-1] == query_terms("базой")[-1]  # Russian
+    assert query_terms("数据库") == query_terms("数据库")  # n-grams, no word forms
+    assert not any(term.startswith(STEM_MARK) for term in query_terms("数据库 데이터베이스를"))
+
+
+def test_the_language_is_recorded_and_kept_after_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "de.duckdb"
+    with VectorStore(path, "hashing", language="german") as store:
+        store.add_texts(["Die Häuser stehen am Fluss."], ids=["haus"])
+        assert store.manifest is not None and store.manifest.language == "german"
+    with VectorStore(path, read_only=True) as store:
+        assert store.language == "german"
+        assert [hit.chunk.chunk_id for hit in store.query_text("Haus")] == ["haus"]
+
+
+def test_another_language_re_tokenizes_read_write_and_is_refused_read_only(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "en.duckdb"
+    with VectorStore(path, "hashing") as store:
+        store.add_texts(["Die Häuser stehen am Fluss."], ids=["haus"])
+        assert store.query_text("Haus") == []  # English word forms: "häuser" stays
+    with pytest.raises(IndexMismatchError, match="--language german"):
+        VectorStore(path, read_only=True, language="german")
+    upgraded = run_cli("upgrade", "--db", str(path), "--language", "german")
+    assert upgraded.exit_code == 0, upgraded.stderr
+    assert "(german)" in upgraded.stdout
+    with VectorStore(path, read_only=True) as store:
+        assert [hit.chunk.chunk_id for hit in store.query_text("Haus")] == ["haus"]
+
+
+def test_a_language_without_a_stemmer_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSettingError, match="'klingon' has no stemmer"):
+        VectorStore(tmp_path / "x.duckdb", "hashing", language="klingon")
+    result = run_cli("index", str(tmp_path), "--db", str(tmp_path / "y.duckdb"), "--language", "x")
+    assert result.exit_code == 2 and "has no stemmer" in result.stderr
+    assert not (tmp_path / "y.duckdb").exists()
