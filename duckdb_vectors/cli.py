@@ -41,6 +41,7 @@ from .rendering import (
     parquet_summary_as_text,
     report_as_text,
     summary_as_text,
+    tuning_as_text,
 )
 from .search import MATCH_MODES, Match
 from .store import MAX_RESULTS, VectorStore
@@ -530,6 +531,7 @@ def fetch(
 Examples:
   duckdb-vectors eval --queries queries.jsonl --qrels qrels/test.tsv --db corpus.duckdb
   duckdb-vectors eval --queries q.jsonl --qrels q.tsv --by source --modes hybrid,text --json
+  duckdb-vectors eval --queries q.jsonl --qrels q.tsv --by source --tune   # record the best mix
 """,
 )
 @store_options
@@ -558,6 +560,12 @@ Examples:
     show_default=True,
     help="Comma-separated ranking modes to compare.",
 )
+@click.option(
+    "--tune",
+    is_flag=True,
+    help="First find the BM25 share of the hybrid score that ranks these queries best"
+    " (nDCG@10, shares 0 to 1), and record it in the index (opens it read-write).",
+)
 def evaluate_command(
     db_path: Path | None,
     backend: str | None,
@@ -567,9 +575,10 @@ def evaluate_command(
     qrels: Path,
     by: str,
     modes: str,
+    tune: bool,
 ) -> None:
     """Measure the index on judged queries: nDCG@10, Recall@10/100, MRR@10, latency."""
-    from .evaluation import MODES, evaluate, load_qrels, load_queries
+    from .evaluation import MODES, evaluate, load_qrels, load_queries, tune_lexical_weight
 
     chosen = [mode.strip() for mode in modes.split(",") if mode.strip()]
     unknown = sorted(set(chosen) - set(MODES))
@@ -580,12 +589,20 @@ def evaluate_command(
     judgments = load_qrels(qrels)
     if not judgments:
         raise click.BadParameter(f"{qrels} has no positive judgments", param_hint="--qrels")
-    with VectorStore(db_path, backend, model_path=model_path, read_only=True) as store:
-        reports = evaluate(store, load_queries(queries), judgments, chosen, by=by)  # type: ignore[arg-type]
+    asked = load_queries(queries)
+    with VectorStore(db_path, backend, model_path=model_path, read_only=not tune) as store:
+        tuning = tune_lexical_weight(store, asked, judgments, by) if tune else None  # type: ignore[arg-type]
+        if tuning is not None:
+            store.record_lexical_weight(tuning.after)
+        reports = evaluate(store, asked, judgments, chosen, by=by)  # type: ignore[arg-type]
+    modes_json = {m: asdict(r) for m, r in reports.items()}
     if as_json:
-        click.echo(json.dumps({m: asdict(r) for m, r in reports.items()}, indent=2))
-    else:
-        click.echo(evaluation_as_text(reports))
+        shown = modes_json if tuning is None else {"tuning": asdict(tuning), "modes": modes_json}
+        click.echo(json.dumps(shown, indent=2))
+        return
+    if tuning is not None:
+        click.echo(tuning_as_text(tuning, store.db_path))
+    click.echo(evaluation_as_text(reports))
 
 
 @cli.command(

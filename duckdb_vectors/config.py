@@ -19,6 +19,13 @@ DEFAULT_MCP_PORT = 8000
 DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as `index --max-file-size` counts them
 
 
+# The BM25 share of the fused score, by the kind of model that made the vectors (see
+# docs/performance.md, "Relevance"): a static model's vectors sum token vectors, and lean on
+# BM25; a transformer's vectors rank natural questions well on their own.
+STATIC_LEXICAL_WEIGHT = 0.7
+TRANSFORMER_LEXICAL_WEIGHT = 0.5
+
+
 class FusionSettings(BaseSettings):
     """How the vector and lexical rankings are fused into one list (see ``search.fuse``)."""
 
@@ -28,7 +35,11 @@ class FusionSettings(BaseSettings):
         "relative", description="Relative score fusion, or Reciprocal Rank Fusion."
     )
     lexical_weight: float = Field(
-        0.7, ge=0.0, le=1.0, description="Share of the BM25 signal; the vector gets the rest."
+        STATIC_LEXICAL_WEIGHT,
+        ge=0.0,
+        le=1.0,
+        description="Share of the BM25 signal; the vector gets the rest. Unset: what the index"
+        " records (eval --tune), else the default of its model's kind.",
     )
     rrf_k: int = Field(60, ge=1, description="RRF rank constant.")
     candidates: int = Field(

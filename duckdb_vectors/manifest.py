@@ -49,6 +49,11 @@ class Manifest(BaseModel):
     quantization: Quantization | None = Field(
         None, description="int8: the index also holds int8 codes of its vectors and searches them."
     )
+    lexical_weight: float | None = Field(
+        None,
+        description="BM25's share of the fused score: tuned on judged questions (eval --tune),"
+        " else the default of the model's kind.",
+    )
     duckdb_version: str = Field(default_factory=lambda: duckdb.__version__)
     package_version: str = Field(default_factory=lambda: package_version())
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
@@ -74,6 +79,7 @@ def refreshed(
     slices: list[SliceCount],
     quantization: Quantization | None,
     language: str,
+    lexical_weight: float | None,
 ) -> Manifest:
     """The manifest after a write: what the index holds now, built with what is in use now.
     The first build time is kept; a fingerprint not known this time (no model was loaded)
@@ -85,6 +91,7 @@ def refreshed(
         dimension=dimension,
         tokenizer=TOKENIZER_NAME,
         language=language,
+        lexical_weight=lexical_weight,
         schema_version=SCHEMA_VERSION,
         chunk_count=chunk_count,
         content_hash=content_hash,

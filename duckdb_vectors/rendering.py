@@ -20,9 +20,11 @@ from .search import MATCH_FELL_BACK
 # Only their types are needed here: the container modules import the Docker SDK, and the
 # indexer the chunkers, none of which a search needs.
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .container.bake import BakeSummary
     from .container.labels import ImageManifest
-    from .evaluation import ModeReport
+    from .evaluation import ModeReport, Tuning
     from .indexer import IndexSummary
     from .parquet_import import ParquetSummary
 
@@ -272,6 +274,16 @@ def image_manifest_as_text(reference: str, image: ImageManifest) -> str:
             f"versions    duckdb {manifest.duckdb_version},"
             f" duckdb-vectors {manifest.package_version}",
         ]
+    )
+
+
+def tuning_as_text(tuning: Tuning, db_path: Path) -> str:
+    scores = tuning.ndcg_at_10
+    tried = "  ".join(f"{weight:.1f}: {score:.4f}" for weight, score in scores.items())
+    return (
+        f"BM25 share {tuning.before:.2f} -> {tuning.after:.2f}: hybrid nDCG@10"
+        f" {scores[tuning.before]:.4f} -> {scores[tuning.after]:.4f}, recorded in {db_path}\n"
+        f"tried  {tried}\n"
     )
 
 

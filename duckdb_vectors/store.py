@@ -33,7 +33,12 @@ from . import (
     vector_codes,
     writes,
 )
-from .config import FusionSettings, Settings
+from .config import (
+    STATIC_LEXICAL_WEIGHT,
+    TRANSFORMER_LEXICAL_WEIGHT,
+    FusionSettings,
+    Settings,
+)
 from .db import (
     Transaction,
     connect,
@@ -512,9 +517,7 @@ class VectorStore:
             searcher = self._searcher()
             if searcher is None:
                 return SearchResults()
-            return answer(
-                query, searcher, self._connection, self.settings.fusion, str(self.db_path)
-            )
+            return answer(query, searcher, self._connection, self.fusion, str(self.db_path))
 
     def _convert(self) -> None:
         """Quantize an existing index: the refresh at the end of a write codes every chunk."""
@@ -608,8 +611,36 @@ class VectorStore:
             slices=counts,
             quantization=self.quantization,
             language=self.language,
+            lexical_weight=self._recorded_lexical_weight(),
         )
         write_manifest(self._connection, self.manifest)
+
+    def _recorded_lexical_weight(self) -> float | None:
+        """What the manifest records as BM25's share: what it recorded, else the default of
+        the model's kind once a model is in use (None until then)."""
+        if self.manifest is not None and self.manifest.lexical_weight is not None:
+            return self.manifest.lexical_weight
+        if not self._embedder_checked or self._embedder is None:
+            return None
+        static = getattr(self._embedder, "is_static", lambda: False)()
+        return STATIC_LEXICAL_WEIGHT if static else TRANSFORMER_LEXICAL_WEIGHT
+
+    @property
+    def fusion(self) -> FusionSettings:
+        """How rankings are fused: the settings, with BM25's share from the index unless it
+        was set (argument or ``DUCKDB_VECTORS_FUSION_LEXICAL_WEIGHT``)."""
+        fusion = self.settings.fusion
+        recorded = self._recorded_lexical_weight()
+        if recorded is None or "lexical_weight" in fusion.model_fields_set:
+            return fusion
+        return fusion.model_copy(update={"lexical_weight": recorded})
+
+    def record_lexical_weight(self, weight: float) -> None:
+        """Record BM25's share of the fused score in the index (``eval --tune``)."""
+        if self.manifest is None:
+            raise NotAnIndexError(f"{self.db_path} holds no index yet")
+        with self.transaction():  # its manifest refresh writes the weight
+            self.manifest = self.manifest.model_copy(update={"lexical_weight": weight})
 
     def _open_index(self) -> Manifest | None:
         """Check (or migrate) the schema and read the manifest, re-tokenizing an index from an

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ import pytrec_eval
 from click.testing import Result
 from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL, run_cli
 
-from duckdb_vectors import VectorStore
+from duckdb_vectors import FusionSettings, VectorStore
+from duckdb_vectors.config import STATIC_LEXICAL_WEIGHT
 from duckdb_vectors.evaluation import (
     load_qrels,
     load_queries,
@@ -102,3 +104,51 @@ def test_eval_whose_corpus_ids_name_nothing_in_the_index_says_so(xquad_index: Pa
     result = run_eval(xquad_index, "--by", "source")  # the XQuAD index has ids, not sources
     assert result.exit_code == 2
     assert "is a source in the index" in result.stderr and "try --by chunk_id" in result.stderr
+
+
+def test_a_new_index_records_the_default_share_of_its_models_kind(xquad_index: Path) -> None:
+    with VectorStore(xquad_index, read_only=True, model_path=STATIC_MODEL) as store:
+        assert store.manifest is not None
+        assert store.manifest.lexical_weight == STATIC_LEXICAL_WEIGHT == store.fusion.lexical_weight
+
+
+@pytest.fixture
+def few_qrels(tmp_path: Path) -> Path:
+    """150 of XQuAD-R en's judgments: tuning evaluates the hybrid at eleven shares."""
+    lines = (XQUAD_EN / "qrels" / "test.tsv").read_text().splitlines()
+    path = tmp_path / "few.tsv"
+    path.write_text("\n".join(lines[:151]) + "\n")
+    return path
+
+
+def test_tune_picks_the_best_share_records_it_and_reopening_uses_it(
+    xquad_index: Path, tmp_path: Path, few_qrels: Path
+) -> None:
+    index = Path(shutil.copy(xquad_index, tmp_path / "tuned.duckdb"))
+    with VectorStore(index, model_path=STATIC_MODEL) as store:
+        store.record_lexical_weight(0.0)  # the vector alone: BM25 does better on XQuAD-R
+    result = run_eval(
+        index, "--tune", "--modes", "hybrid,text", "--json", "--qrels", str(few_qrels)
+    )
+    assert result.exit_code == 0, result.stderr
+    shown = json.loads(result.stdout)
+    tuning, modes = shown["tuning"], shown["modes"]
+    scores = {float(weight): score for weight, score in tuning["ndcg_at_10"].items()}
+    assert tuning["before"] == 0.0 and scores[tuning["after"]] == max(scores.values())
+    assert tuning["after"] > 0.0 and scores[tuning["after"]] > scores[0.0]
+    assert modes["hybrid"]["ndcg_at_10"] == pytest.approx(scores[tuning["after"]])
+    assert modes["hybrid"]["ndcg_at_10"] >= modes["text"]["ndcg_at_10"]
+    with VectorStore(index, read_only=True, model_path=STATIC_MODEL) as store:
+        assert store.manifest is not None and store.manifest.lexical_weight == tuning["after"]
+        assert store.fusion.lexical_weight == tuning["after"]
+        # An explicit share still wins over the recorded one.
+        store.settings.fusion = FusionSettings(lexical_weight=0.25)
+        assert store.fusion.lexical_weight == 0.25
+
+
+def test_tune_says_what_it_recorded(xquad_index: Path, tmp_path: Path, few_qrels: Path) -> None:
+    index = Path(shutil.copy(xquad_index, tmp_path / "tuned.duckdb"))
+    result = run_eval(index, "--tune", "--modes", "hybrid", "--qrels", str(few_qrels))
+    assert result.exit_code == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("BM25 share 0.70 -> ") and f"recorded in {index}" in first

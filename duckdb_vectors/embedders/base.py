@@ -97,6 +97,11 @@ class BaseEmbedder:
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed(texts)
 
+    def is_static(self) -> bool:
+        """Whether a text's vector is a sum of its tokens' (a table lookup, no attention):
+        such a vector is a weaker ranking than a transformer's, so fusion leans on BM25."""
+        return False
+
     @property
     def dimension(self) -> int:
         if self._dimension is None:

@@ -106,6 +106,9 @@ class FastEmbedEmbedder(BaseEmbedder):
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return self._loaded().embed_query(texts)
 
+    def is_static(self) -> bool:
+        return isinstance(self._loaded(), StaticModel)
+
     def fingerprint(self) -> str | None:
         if self._fingerprint is None:
             self._fingerprint = fingerprint_directory(self.model_directory())

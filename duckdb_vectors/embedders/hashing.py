@@ -39,6 +39,9 @@ class HashingEmbedder(BaseEmbedder):
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms == 0, 1.0, norms)
 
+    def is_static(self) -> bool:
+        return True
+
     def fingerprint(self) -> str | None:
         return f"hashing-blake2b-{self.dimension}"
 
