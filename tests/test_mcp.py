@@ -298,10 +298,10 @@ def test_search_hits_carry_a_uri_and_a_url_and_one_per_source_keeps_documents_di
     async def scenario() -> None:
         async with session(server(docs_index)) as client:
             query = {"query": "search results retries agents", "top_k": 4}
-            every = await client.call_tool("search", query)
+            every = await client.call_tool("search", {**query, "one_per_source": False})
             sources = [hit["source"] for hit in every.structured_content["results"]]
             assert len(set(sources)) < len(sources)  # some document answers twice
-            distinct = await client.call_tool("search", {**query, "one_per_source": True})
+            distinct = await client.call_tool("search", query)  # one per page by default
             hits = distinct.structured_content["results"]
             assert len({hit["source"] for hit in hits}) == len(hits) == 4
             first = hits[0]
