@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPOSITORY, STATIC_MODEL
@@ -57,7 +58,7 @@ def write_inputs(folder: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("docsqa")
     tree, questions = write_inputs(folder)
     out = folder / "result.json"
@@ -73,7 +74,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "bm25", "hybrid-one-per-source"])
-def test_every_answer_ranks_first_and_the_missing_page_is_a_miss(report: dict, mode: str) -> None:
+def test_every_answer_ranks_first_and_the_missing_page_is_a_miss(
+    report: dict[str, Any], mode: str
+) -> None:
     rows = report["results"]["static"]["modes"][mode]
     assert rows["all"]["questions"] == 4  # the duplicate is dropped
     assert rows["page"]["questions"] == 3
@@ -84,7 +87,9 @@ def test_every_answer_ranks_first_and_the_missing_page_is_a_miss(report: dict, m
     assert rows["page"]["mrr@10"] == 1.0
 
 
-def test_the_answer_outside_the_index_is_reported_and_left_out_of_eval(report: dict) -> None:
+def test_the_answer_outside_the_index_is_reported_and_left_out_of_eval(
+    report: dict[str, Any],
+) -> None:
     result = report["results"]["static"]
     assert result["answer_not_indexed"] == [
         {"id": "q4", "kind": "page_missing_at_commit", "answers": ["piano.md"]}
