@@ -257,6 +257,7 @@ def test_rst_reads_sphinx_directives_and_roles_as_text(capfd: pytest.CaptureFixt
         "Note: Mind the dashes.",
         "Some Title",
         "Text of a directive nobody knows, with glossary roles.",
+        "- click.Option",  # autodoc: the API's name, in full (the docstring is in the code)
         '```python\n@click.option("--n")',  # one block: the blank line inside is the code's
         "def dots(n):\n    pass\n```",
         "See also",
@@ -364,3 +365,33 @@ def test_notebooks_that_are_not_valid_json_are_skipped_saying_why() -> None:
 )
 def test_a_role_shows_what_sphinx_shows_in_rst_and_myst(name: str, content: str, shown: str):
     assert role_text(name, content) == shown
+
+
+API_LISTING = """\
+Dataset API
+===========
+
+.. currentmodule:: ray.data
+
+Basic Transformations
+---------------------
+
+.. autosummary::
+   :toctree: doc/
+
+   Dataset.map_batches
+   ray.data.Dataset.filter
+
+.. autofunction:: ray.init
+"""
+
+
+def test_an_api_listing_page_is_indexed_by_the_full_names_it_lists() -> None:
+    """Sphinx makes a page of each listed API: a question naming one should land here."""
+    chunks = RstChunker().chunk(API_LISTING, "data/api/dataset.rst")
+    assert [(c.title, c.text) for c in chunks] == [
+        (
+            "Dataset API > Basic Transformations",
+            "- ray.data.Dataset.map_batches\n- ray.data.Dataset.filter\n\n- ray.init",
+        )
+    ]

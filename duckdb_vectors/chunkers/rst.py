@@ -242,8 +242,10 @@ class _SphinxDirective(Directive):
         names = [argument] if argument else []
         names += [line.strip() for line in content if line.strip() and line[:1] != ":"]
         listed = nodes.bullet_list()
+        package = module.split(".")[0]
         for name in names:
-            full = f"{module}.{name}" if module and not name.startswith(f"{module}.") else name
+            # Relative to the current module unless it starts with the module's package.
+            full = f"{module}.{name}" if module and name.split(".")[0] != package else name
             listed += nodes.list_item("", nodes.paragraph(full, full))
         return [listed] if names else []
 
