@@ -684,6 +684,7 @@ Examples:
   duckdb-vectors bake ./docs --tag my-docs
   duckdb-vectors bake ./docs --tag my-docs:1.0 --model-path ./models/potion --label team=search
   duckdb-vectors bake ./handbook --tag registry.example.com/handbook --json
+  duckdb-vectors bake ./docs --tag my-docs --catalog-entry my-docs.catalog.yaml
 """
 )
 @click.argument("docs", type=click.Path(path_type=Path))
@@ -701,6 +702,12 @@ Examples:
 @click.option("--base-image", default=DEFAULT_BASE_IMAGE, show_default=True)
 @click.option("--platform", help="Target platform, e.g. linux/arm64, where the engine can.")
 @click.option("--no-cache", is_flag=True, help="Build every stage again, the toolkit too.")
+@click.option(
+    "--catalog-entry",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Also write the image's Docker MCP Gateway catalog entry (YAML) to FILE.",
+)
 @url_options
 @json_option
 def bake(
@@ -713,6 +720,7 @@ def bake(
     base_image: str,
     platform: str | None,
     no_cache: bool,
+    catalog_entry: Path | None,
     urls: UrlRule,
     as_json: bool,
 ) -> None:
@@ -733,6 +741,7 @@ def bake(
             platform=platform,
             no_cache=no_cache,
             urls=urls,
+            catalog_entry=catalog_entry,
         )
     except BuildError as error:  # the step's last lines, then the one-line error
         click.echo("\n".join(f"  | {line}" for line in error.log_tail), err=True)

@@ -239,19 +239,26 @@ def build_server(store: VectorStore, warm_up: BackgroundWarmUp | None = None) ->
             raise ToolError(first_line(error)) from None
         output = SearchOutput.of(query, hits, max_tokens, hits.match)
         return CallToolResult(
-            content=[TextContent(type="text", text=output.as_text(full_text=True))],
+            content=[TextContent(type="text", text=output.as_text(full_text=True, with_ids=True))],
             structured_content=output.model_dump(mode="json"),
         )
 
-    @server.tool(name="fetch", title="Read a document or a hit in context", annotations=READ_ONLY)
+    # The description is given, not the docstring: the SDK sends a docstring as written, and
+    # the indentation of its second line would reach clients and catalogs.
+    @server.tool(
+        name="fetch",
+        title="Read a document or a hit in context",
+        description="A whole document (id = a source) or a chunk with its neighbours (id = a"
+        " chunk_id), in reading order, a page at a time: pass next_offset as offset for the"
+        " next page.",
+        annotations=READ_ONLY,
+    )
     def fetch_tool(
         id: Id,
         context: Neighbours = 0,
         max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
         offset: Offset = 0,
     ) -> Annotated[CallToolResult, Fetched]:
-        """A whole document (id = a source) or a chunk with its neighbours (id = a chunk_id),
-        in reading order, a page at a time: pass next_offset as offset for the next page."""
         id = _text("id", id, "a hit's chunk_id or source, from search")
         context = _integer("context", context, 0, MAX_CONTEXT)
         max_tokens = _integer("max_tokens", max_tokens, MIN_MAX_TOKENS, AGENT_MAX_TOKENS)
@@ -261,7 +268,7 @@ def build_server(store: VectorStore, warm_up: BackgroundWarmUp | None = None) ->
         except Exception as error:
             raise ToolError(first_line(error)) from None
         return CallToolResult(
-            content=[TextContent(type="text", text=fetched.as_text())],
+            content=[TextContent(type="text", text=fetched.as_text(cite=True))],
             structured_content=fetched.model_dump(mode="json"),
         )
 

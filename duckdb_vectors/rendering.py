@@ -132,10 +132,14 @@ class SearchOutput(BaseModel):
             update={"results": kept, "truncated": truncated, "left_out": left_out}
         )
 
-    def as_text(self, full_text: bool) -> str:
-        """Readable hits: rank, score, source and title, the URL, then the text (or a
-        one-line snippet); then what ``max_tokens`` cut or left out. A fallback from match
-        "all" is said first."""
+    def as_text(self, full_text: bool, with_ids: bool = False) -> str:
+        """Readable hits: rank, score, source and title, the URL (and with ``with_ids`` the
+        chunk_id to fetch), then the text (or a one-line snippet); then what ``max_tokens``
+        cut or left out. A fallback from match "all" is said first.
+
+        Each hit is whole in itself, one blank line from the next (the text's own blank lines
+        are indented), so a client that shows only text (Docker Agent joins a result's text
+        blocks with no separator) reads every hit with its citation."""
         blocks = []
         if self.match == MATCH_FELL_BACK:
             blocks.append("[No chunk has every query term; these hits match any of them.]")
@@ -145,6 +149,8 @@ class SearchOutput(BaseModel):
             heading = " | ".join(part for part in (hit.source, hit.title) if part)
             body = hit.text if full_text else _snippet(hit.text)
             cited = f"\n   {hit.url}" if hit.url else ""
+            if with_ids:
+                cited += f"\n   chunk_id: {hit.chunk_id}"
             blocks.append(
                 f"{hit.rank}. [{hit.score:.3f}] {heading or hit.chunk_id}{cited}\n{_indent(body)}"
             )
@@ -234,7 +240,7 @@ def parquet_summary_as_text(summary: ParquetSummary) -> str:
 def bake_summary_as_text(summary: BakeSummary) -> str:
     verified = (
         f"verified: a hardened search answered in {summary.cold_search_seconds:.2f} s from a"
-        " cold start, MCP initialize completed"
+        " cold start; with no command it served MCP (initialize, tools/list)"
         if summary.verified
         else "not verified (--no-verify)"
     )
@@ -252,6 +258,8 @@ def bake_summary_as_text(summary: BakeSummary) -> str:
         f"content   {summary.content_hash[:16]}",
         verified,
     ]
+    if summary.catalog_entry:
+        lines.append(f"catalog   {summary.catalog_entry} (Docker MCP Gateway catalog entry)")
     for label, problems in (("skipped", summary.skipped), ("failed", summary.failed)):
         lines += [f"  {label}: {problem.source}: {problem.reason}" for problem in problems]
     return "\n".join(lines)

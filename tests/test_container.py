@@ -25,12 +25,14 @@ import anyio
 import docker
 import httpx2
 import pytest
+import yaml
 from conftest import DEFAULT_BACKEND, REPOSITORY, STATIC_MODEL
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from duckdb_vectors import UrlRule, VectorStore, index_folder
 from duckdb_vectors.container.bake import BakeError, verify_image
+from duckdb_vectors.container.catalog import SERVER_METADATA_LABEL
 from duckdb_vectors.container.engine import CREATED_BY_LABEL
 
 pytestmark = [pytest.mark.slow, pytest.mark.container]
@@ -147,6 +149,8 @@ def baked(installed: Path, docs: Path) -> Iterator[dict]:
             "team=search",
             "--base-url",
             "https://docs.example.com/",
+            "--catalog-entry",
+            "catalog.yaml",
             cwd=docs.parent,
             DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
         )
@@ -304,6 +308,119 @@ def test_mcp_over_docker_run_i(image: str) -> None:
     anyio.run(scenario)
 
 
+def no_command_server(image: str, name: str) -> StdioServerParameters:
+    """`docker run -i IMAGE`, no command: what the Docker MCP Gateway and client configs run."""
+    return StdioServerParameters(
+        command="docker",
+        args=["run", "-i", "--rm", "--name", name, *HARDENED, image],
+        env={key: os.environ[key] for key in ("DOCKER_HOST", "PATH") if key in os.environ},
+    )
+
+
+def test_no_command_with_stdin_attached_serves_mcp(image: str) -> None:
+    name = f"{PREFIX}-no-command"
+
+    async def scenario() -> None:
+        async with Client(
+            no_command_server(image, name), mode="legacy", read_timeout_seconds=60
+        ) as client:
+            assert client.server_info.name == "duckdb-vectors"
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            assert tools == ["search", "fetch", "report"]
+            result = await client.call_tool("search", {"query": "which agents can connect?"})
+            assert result.is_error is False
+            assert result.structured_content["results"][0]["source"] == "guides/agents.md"
+            # A client that shows only text (Docker Agent) gets one block, every hit in it
+            # with its citation URL.
+            assert [block.type for block in result.content] == ["text"]
+            text = result.content[0].text
+            for hit in result.structured_content["results"]:
+                block = text.split(f"\n\n{hit['rank'] + 1}. [")[0].split(f"{hit['rank']}. [")[1]
+                assert hit["url"] in block and hit["chunk_id"] in block
+
+    try:
+        anyio.run(scenario)
+    finally:
+        docker_cli("rm", "--force", name, check=False)
+
+
+@pytest.mark.parametrize("terminal", [["-t"], []], ids=["terminal", "no-stdin"])
+def test_no_command_without_an_mcp_client_prints_the_help(image: str, terminal: list) -> None:
+    """A person at a terminal (`docker run -it IMAGE`), or a run with no stdin at all, gets
+    the help and how to serve MCP, not a server waiting for JSON-RPC."""
+    name = f"{PREFIX}-help"
+    try:
+        result = docker_cli("run", "--name", name, *terminal, image, timeout=120)
+        assert "Usage: duckdb-vectors [OPTIONS] COMMAND" in result.stdout
+        assert "docker run -i IMAGE" in result.stdout
+        state = json.loads(docker_cli("inspect", name).stdout)[0]["State"]
+        assert state["ExitCode"] == 0
+    finally:
+        docker_cli("rm", "--force", name, check=False)
+
+
+# What the gateway takes from an image's label (pkg/catalog/import_spec.go, ImportedServer),
+# and the fields of a catalog's server (pkg/catalog/types.go, Server) this entry may use.
+IMPORTED_SERVER_FIELDS = {
+    "name", "type", "image", "description", "title", "icon", "readme", "secrets", "env",
+    "tools", "config", "prefix", "metadata",
+}  # fmt: skip
+TOOL_FIELDS = {"name", "description", "arguments", "annotations", "parameters"}
+ANNOTATION_FIELDS = {
+    "title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint",
+}  # fmt: skip
+
+
+def test_the_image_describes_itself_to_the_docker_mcp_gateway(
+    baked: dict, image: str, docs: Path
+) -> None:
+    """The io.docker.server.metadata label and the --catalog-entry file say what the image's
+    own server lists: its tools, their descriptions and annotations, its title."""
+    name = f"{PREFIX}-describe"
+
+    async def live() -> tuple:
+        async with Client(
+            no_command_server(image, name), mode="legacy", read_timeout_seconds=60
+        ) as client:
+            return client.server_info, (await client.list_tools()).tools
+
+    try:
+        server_info, tools = anyio.run(live)
+    finally:
+        docker_cli("rm", "--force", name, check=False)
+    listed = [
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "annotations": {"title": tool.title}
+            | tool.annotations.model_dump(by_alias=True, exclude_none=True),
+        }
+        for tool in tools
+    ]
+    labels = json.loads(docker_cli("inspect", "--format", "{{json .Config.Labels}}", image).stdout)
+    entry = yaml.safe_load(labels[SERVER_METADATA_LABEL])
+    assert entry == yaml.safe_load(baked["labels"][SERVER_METADATA_LABEL])
+    assert set(entry) <= IMPORTED_SERVER_FIELDS
+    assert entry["name"] == BAKED and entry["type"] == "server"
+    assert entry["title"] == server_info.title
+    assert entry["tools"] == listed
+    for tool in entry["tools"]:
+        assert set(tool) <= TOOL_FIELDS and set(tool["annotations"]) <= ANNOTATION_FIELDS
+        assert tool["annotations"]["readOnlyHint"] is True
+    assert "9 chunks from 4 documents" in entry["description"]
+    assert "guides/agents.md" in entry["description"]
+    assert baked["backend"] in entry["description"]
+
+    catalog = yaml.safe_load((docs.parent / "catalog.yaml").read_text())
+    assert baked["catalog_entry"] == "catalog.yaml"
+    assert list(catalog["registry"]) == [BAKED]
+    server = catalog["registry"][BAKED]
+    assert server["image"] == BAKED
+    assert (server["longLived"], server["disableNetwork"]) == (True, True)
+    described = {key: value for key, value in server.items() if key in IMPORTED_SERVER_FIELDS}
+    assert described == entry | {"image": BAKED}
+
+
 def test_mcp_over_http_from_the_image(image: str) -> None:
     """`docker run -p PORT:8000 IMAGE mcp --transport http --host 0.0.0.0`: health, a search
     over streamable HTTP with the bearer token, and a clean stop on `docker stop`."""
@@ -444,8 +561,20 @@ def outside(tmp_path: Path) -> Path:
         (lambda docs: [str(docs), "--model-path", str(docs / "no-model")], "model folder"),
         (lambda docs: [str(docs), "--tag", "Not A Tag"], "is not an image name"),
         (lambda docs: [str(docs), "--label", "no-equals"], "is not KEY=VALUE"),
+        (
+            lambda docs: [str(docs), "--catalog-entry", str(docs / "nowhere" / "c.yaml")],
+            "does not exist; create it first",
+        ),
     ],
-    ids=["missing", "a-file", "nothing-indexable", "no-model-folder", "bad-tag", "bad-label"],
+    ids=[
+        "missing",
+        "a-file",
+        "nothing-indexable",
+        "no-model-folder",
+        "bad-tag",
+        "bad-label",
+        "catalog-entry-folder",
+    ],
 )
 def test_bad_input_is_one_line_and_leaves_nothing(
     installed: Path, outside: Path, arrange, expected: str

@@ -60,6 +60,8 @@ def test_initialize_and_list_tools(index: Path) -> None:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert set(tools) == {"search", "fetch", "report"}
             for tool in tools.values():
+                # Clients and catalogs (the image's label) show the description as sent.
+                assert "\n " not in tool.description, tool.description
                 assert tool.annotations.read_only_hint is True
                 assert tool.annotations.destructive_hint is False
                 assert tool.output_schema["type"] == "object"
@@ -309,6 +311,14 @@ def test_search_hits_carry_a_uri_and_a_url_and_one_per_source_keeps_documents_di
             page = first["source"].removesuffix(".md")
             assert first["url"] == f"https://docs.example.com/{page}.html"
             assert first["url"] in distinct.content[0].text
+            # A client that shows only text (Docker Agent joins a result's text blocks with no
+            # separator) gets one block: each hit whole, with its URL and the id to fetch.
+            assert len(distinct.content) == 1
+            blocks = distinct.content[0].text.split("\n\n")
+            assert len(blocks) == len(hits)
+            for block, hit in zip(blocks, hits, strict=True):
+                assert block.startswith(f"{hit['rank']}. [")
+                assert hit["url"] in block and f"chunk_id: {hit['chunk_id']}" in block
 
     anyio.run(scenario)
 
@@ -341,6 +351,7 @@ def test_fetch_a_document_a_chunk_in_context_and_page_through(docs_index: Path) 
             text = document.content[0].text
             assert text.startswith("# guides/searching.md\n\n## Searching > From the command line")
             assert text.index("From the command line") < text.index("Retries and timeouts")
+            assert text.endswith("\n\n[Cite: https://docs.example.com/guides/searching.html]")
 
             alone = await client.call_tool("fetch", {"id": "guides/searching.md#1"})
             assert alone.structured_content["chunk_ids"] == ["guides/searching.md#1"]

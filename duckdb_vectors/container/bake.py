@@ -4,12 +4,15 @@
    second with one line, not minutes into a build;
 2. build Dockerfile.runtime from a context assembled here (see ``context``): the toolkit
    stage, the index stage, the trimmed runtime;
-3. read the manifest the index stage wrote and add it as labels (a build ``FROM`` the image
-   with labels only: no layer changes);
+3. read the manifest the index stage wrote, ask the image's own MCP server (started as the
+   Docker MCP Gateway starts it: ``docker run -i IMAGE``, no command) for its title and
+   tools, and add both as labels (a build ``FROM`` the image with labels only: no layer
+   changes): the manifest as ``io.duckdb-vectors.*``, the server entry as
+   ``io.docker.server.metadata`` (see ``catalog``);
 4. verify the labelled image as an agent would use it: a hardened run answers a search, and
-   an MCP server started as ``docker run -i`` completes ``initialize``;
-5. only then tag it. Whatever fails, nothing is left tagged, and the images this bake made
-   are removed.
+   the image run with no command serves MCP (``initialize``, ``tools/list``);
+5. only then tag it (and write the catalog entry, if asked). Whatever fails, nothing is left
+   tagged, and the images this bake made are removed.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ..indexer import FileProblem, IndexSummary, first_indexable_file
 from ..models import IndexReport
 from ..progress import StatusLine
 from . import engine
+from .catalog import SERVER_METADATA_LABEL, as_yaml, server_entry, write_catalog_entry
 from .context import RUNTIME_DOCKERFILE, dockerfile_context, write_context
 from .labels import manifest_labels
 
@@ -70,6 +74,9 @@ class BakeSummary(BaseModel):
         description="A hardened `docker run IMAGE search` from start to exit; None unverified."
     )
     labels: dict[str, str]
+    catalog_entry: str | None = Field(
+        None, description="The catalog file written (--catalog-entry), or None."
+    )
 
 
 def bake(
@@ -84,6 +91,7 @@ def bake(
     platform: str | None = None,
     no_cache: bool = False,
     urls: UrlRule | None = None,
+    catalog_entry: str | Path | None = None,
     status: StatusLine | None = None,
 ) -> BakeSummary:
     """Bake the documents in ``docs`` into an image tagged ``tag``.
@@ -91,13 +99,15 @@ def bake(
     ``backend`` and ``model_path`` are resolved as ``index`` resolves them (argument, then
     ``DUCKDB_VECTORS_BACKEND`` / ``DUCKDB_VECTORS_MODEL_PATH``, then the default); with no
     model folder the build downloads the model. ``urls`` is how the index run finds each
-    document's URL (``index --base-url``).
+    document's URL (``index --base-url``). ``catalog_entry`` is a file to write the image's
+    Docker MCP Gateway catalog entry to, once it is tagged.
     """
     settings = Settings.resolve(backend=backend, model_path=model_path)
     backend = settings.backend or DEFAULT_BACKEND
     _check_tag(tag)
     docs = _checked_docs(Path(docs))
     model = _checked_model(settings.model_path)
+    catalog_file = _checked_catalog_file(catalog_entry)
     status = status or StatusLine()
     client = engine.connect()
     started = time.monotonic()
@@ -122,7 +132,13 @@ def bake(
         indexed = IndexSummary.model_validate_json(
             engine.read_file(client, built, INDEX_SUMMARY_IN_IMAGE)
         )
-        all_labels = manifest_labels(report, base_image) | (labels or {})
+        status.final("asking the image's MCP server for its tools (no command, stdin attached)")
+        entry = server_entry(tag, report, _describe(client, built), labels)
+        all_labels = (
+            manifest_labels(report, base_image)
+            | {SERVER_METADATA_LABEL: as_yaml(entry)}
+            | (labels or {})
+        )
         status.final("adding the manifest as labels")
         labelled = engine.build(
             client, dockerfile_context(f"FROM {built}\n"), labels=all_labels, platform=platform
@@ -131,6 +147,8 @@ def bake(
         build_seconds = time.monotonic() - started
         cold_search = _verify(client, labelled, report, status) if verify else None
         image = engine.tag_image(client, labelled, tag)
+        if catalog_file is not None:
+            write_catalog_entry(catalog_file, entry, tag)
     except BaseException:
         for image_id in made:
             engine.remove_image(client, image_id)
@@ -155,12 +173,14 @@ def bake(
         verified=verify,
         cold_search_seconds=None if cold_search is None else round(cold_search, 3),
         labels=all_labels,
+        catalog_entry=None if catalog_file is None else str(catalog_file),
     )
 
 
 def verify_image(client: docker.DockerClient, image: str, query: str) -> float:
-    """Check a frozen index image answers, hardened: a search returns hits, and ``mcp``
-    completes ``initialize`` over stdin. The search's time from start to exit."""
+    """Check a frozen index image answers, hardened: a search returns hits, and the image
+    run with no command and stdin attached serves MCP (``initialize`` and ``tools/list``).
+    The search's time from start to exit."""
     try:
         result = engine.run(client, image, ["search", query, "--top-k", "1", "--json"])
     except DuckDBVectorsError as error:
@@ -175,16 +195,25 @@ def verify_image(client: docker.DockerClient, image: str, query: str) -> float:
     if not hits:
         raise BakeError(f"verification failed: a search for {query!r} found nothing")
     try:
-        engine.mcp_initialize(client, image, LATEST_PROTOCOL_VERSION)
+        served = engine.mcp_describe(client, image, LATEST_PROTOCOL_VERSION)
     except DuckDBVectorsError as error:
         raise BakeError(f"verification failed: {error}") from None
+    if not served.tools:
+        raise BakeError("verification failed: the MCP server listed no tools")
     return result.seconds
+
+
+def _describe(client: docker.DockerClient, image: str) -> engine.McpServerAnswer:
+    try:
+        return engine.mcp_describe(client, image, LATEST_PROTOCOL_VERSION)
+    except DuckDBVectorsError as error:
+        raise BakeError(f"the image's MCP server did not describe itself: {error}") from None
 
 
 def _verify(
     client: docker.DockerClient, image: str, report: IndexReport, status: StatusLine
 ) -> float:
-    status.final("verifying: a hardened search, and MCP initialize over stdin")
+    status.final("verifying: a hardened search, and MCP over stdin with no command")
     return verify_image(client, image, _probe_query(report))
 
 
@@ -223,6 +252,19 @@ def _checked_model(model_path: Path | None) -> Path | None:
             " DUCKDB_VECTORS_MODEL_PATH, or leave both unset to download the model"
         )
     return model_path
+
+
+def _checked_catalog_file(path: str | Path | None) -> Path | None:
+    if path is None:
+        return None
+    path = Path(path)
+    if path.is_dir():
+        raise BakeInputError(f"--catalog-entry {path} is a folder: name the YAML file to write")
+    if not path.parent.is_dir():
+        raise BakeInputError(
+            f"--catalog-entry {path}: folder {path.parent} does not exist; create it first"
+        )
+    return path
 
 
 def _url_buildargs(urls: UrlRule) -> dict[str, str]:

@@ -172,53 +172,90 @@ def run(
     return RunResult(exit_code, stdout, stderr, seconds)
 
 
-def mcp_initialize(
+@dataclass(frozen=True)
+class McpServerAnswer:
+    """What an image's MCP server said: its ``initialize`` result and its ``tools/list``."""
+
+    initialize: dict[str, Any]
+    tools: list[dict[str, Any]]
+
+
+def mcp_describe(
     client: docker.DockerClient, image: str, protocol_version: str, timeout: float = 120
-) -> dict[str, Any]:
-    """Start ``image mcp`` with stdin attached, as ``docker run -i`` does, and complete an MCP
-    ``initialize``; the server's result (its name, version and capabilities)."""
-    with _container(client, image, command=["mcp"], stdin_open=True, **HARDENED) as container:
+) -> McpServerAnswer:
+    """Start ``image`` with no command and stdin attached, as ``docker run -i IMAGE`` does (and
+    the Docker MCP Gateway), hardened; complete an MCP ``initialize`` and list its tools."""
+    with _container(client, image, stdin_open=True, **HARDENED) as container:
         attached = client.api.attach_socket(
             container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         )
         attached._sock.settimeout(timeout)
         container.start()
-        request = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": protocol_version,
-                "capabilities": {},
-                "clientInfo": {"name": "duckdb-vectors-bake", "version": "1"},
-            },
-        }
-        attached._sock.sendall(json.dumps(request).encode() + b"\n")
+        session = _JsonRpc(attached._sock, frames_iter(attached, tty=False))
         try:
-            return _initialize_result(frames_iter(attached, tty=False))
+            initialized = session.request(
+                "initialize",
+                {
+                    "protocolVersion": protocol_version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "duckdb-vectors-bake", "version": "1"},
+                },
+            )
+            session.notify("notifications/initialized")
+            tools: list[dict[str, Any]] = []
+            cursor: str | None = None
+            while True:
+                listed = session.request("tools/list", {"cursor": cursor} if cursor else {})
+                tools += listed.get("tools", [])
+                cursor = listed.get("nextCursor")
+                if not cursor:
+                    break
         except OSError as error:
-            raise EngineError(f"the MCP server did not answer initialize: {error}") from None
+            raise EngineError(f"the MCP server did not answer: {error}") from None
         finally:
             attached.close()
+    return McpServerAnswer(initialized, tools)
 
 
-def _initialize_result(frames: Iterable[tuple[int, bytes]]) -> dict[str, Any]:
-    buffered = b""
-    stderr = b""
-    for stream, data in frames:
-        if stream != STDOUT:
-            stderr += data
-            continue
-        buffered += data
-        while b"\n" in buffered:
-            line, buffered = buffered.split(b"\n", 1)
-            message = json.loads(line)
-            if message.get("id") == 1:
-                if "result" not in message:
-                    raise EngineError(f"the MCP server refused initialize: {message}")
-                return dict(message["result"])
-    last = stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-    raise EngineError(f"the MCP server exited before answering initialize: {last[0]}")
+class _JsonRpc:
+    """Newline-delimited JSON-RPC over an attached container's stdin and stdout frames."""
+
+    def __init__(self, sock: Any, frames: Iterator[tuple[int, bytes]]) -> None:
+        self.sock = sock
+        self.frames = frames
+        self.buffered = b""
+        self.stderr = b""
+        self.next_id = 1
+
+    def notify(self, method: str) -> None:
+        self._send({"jsonrpc": "2.0", "method": method})
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The result of ``method``; an EngineError if it was refused or never answered."""
+        request_id, self.next_id = self.next_id, self.next_id + 1
+        self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        while True:
+            while b"\n" in self.buffered:
+                line, self.buffered = self.buffered.split(b"\n", 1)
+                message = json.loads(line)
+                if message.get("id") == request_id:
+                    if "result" not in message:
+                        raise EngineError(f"the MCP server refused {method}: {message}")
+                    return dict(message["result"])
+            frame = next(self.frames, None)
+            if frame is None:
+                last = self.stderr.decode(errors="replace").strip().splitlines()[-1:]
+                raise EngineError(
+                    f"the MCP server exited before answering {method}: {(last or ['no output'])[0]}"
+                )
+            stream, data = frame
+            if stream == STDOUT:
+                self.buffered += data
+            else:
+                self.stderr += data
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(json.dumps(message).encode() + b"\n")
 
 
 def remove_image(client: docker.DockerClient, image: str) -> None:

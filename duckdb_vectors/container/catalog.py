@@ -1,0 +1,119 @@
+"""A baked image as an MCP server entry, for the Docker MCP Gateway and its catalogs.
+
+Two forms of one entry (see the docker/mcp-gateway repository, ``pkg/catalog``):
+
+- the ``io.docker.server.metadata`` label: a YAML server entry the gateway reads from a
+  self-describing image (``docker://IMAGE``). It takes only what describes the server
+  (``ImportedServer``: name, type, title, description, tools, readme, metadata); runtime
+  fields in a label are ignored by the gateway;
+- a catalog file (``bake --catalog-entry FILE``): the same entry under ``registry:`` with the
+  image reference and the runtime fields only an operator's catalog may set (``longLived``,
+  ``disableNetwork``), for ``docker mcp catalog import FILE`` or ``gateway run --catalog``.
+
+The tools, their descriptions and annotations and the server's title are what the image's own
+MCP server answered (``engine.mcp_describe``), never a copy kept here; the description says
+what the index holds, from its report.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from docker.utils import parse_repository_tag
+
+from ..models import IndexReport
+from .engine import McpServerAnswer
+
+SERVER_METADATA_LABEL = "io.docker.server.metadata"
+DOCUMENTATION_LABEL = "org.opencontainers.image.documentation"
+# What an operator's catalog adds for a baked index: the gateway keeps one container for all
+# tool calls (the model and the index load once, not on every call), and runs it with no
+# network (the image needs none: HF_HUB_OFFLINE, the index and the model are inside).
+CATALOG_RUNTIME: dict[str, Any] = {"longLived": True, "disableNetwork": True}
+_ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+_LISTED_SOURCES = 5
+
+
+def server_name(tag: str) -> str:
+    """The server's name in a catalog: the image's name without registry, path or tag
+    (``registry.example.com/team/docs:1.0`` is ``docs``)."""
+    repository, _ = parse_repository_tag(tag)
+    name = re.sub(r"[^a-z0-9]+", "-", repository.rsplit("/", 1)[-1].lower()).strip("-")
+    return name or "duckdb-vectors"
+
+
+def server_entry(
+    tag: str, report: IndexReport, server: McpServerAnswer, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The image's server entry, as the ``io.docker.server.metadata`` label carries it."""
+    name = server_name(tag)
+    info = server.initialize.get("serverInfo", {})
+    entry: dict[str, Any] = {
+        "name": name,
+        "type": "server",
+        "title": info.get("title") or info.get("name") or name,
+        "description": _description(name, report),
+    }
+    documentation = (labels or {}).get(DOCUMENTATION_LABEL)
+    if documentation:
+        entry["readme"] = documentation
+    entry["tools"] = [_tool(tool) for tool in server.tools]
+    entry["metadata"] = {"category": "search", "tags": ["duckdb-vectors", "retrieval", "search"]}
+    return entry
+
+
+def catalog_entry(entry: dict[str, Any], tag: str) -> dict[str, Any]:
+    """A catalog holding the one server ``entry`` describes, run from the image ``tag``."""
+    server = {"name": entry["name"], "type": entry["type"], "image": tag}
+    server |= {key: value for key, value in entry.items() if key not in server}
+    return {"registry": {entry["name"]: server | CATALOG_RUNTIME}}
+
+
+def as_yaml(document: dict[str, Any]) -> str:
+    """YAML in the order given, multi-line strings as literal blocks."""
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def write_catalog_entry(path: Path, entry: dict[str, Any], tag: str) -> None:
+    path.write_text(as_yaml(catalog_entry(entry, tag)), encoding="utf-8")
+
+
+def _description(name: str, report: IndexReport) -> str:
+    sources = [source for source in report.sources if source]
+    listed = ", ".join(sources[:_LISTED_SOURCES])
+    more = len(sources) - _LISTED_SOURCES
+    if more > 0:
+        listed += f" and {more} more"
+    return (
+        f"Search {name}, a frozen duckdb-vectors index: {report.chunk_count} chunks from"
+        f" {len(sources)} documents ({listed}), embedded with {report.backend}. Hybrid search"
+        " (meaning and exact words), fetch a hit in context or a whole document; read-only,"
+        " no network."
+    )
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as the catalog lists it: name, description, annotations (with its title)."""
+    given = tool.get("annotations") or {}
+    annotations: dict[str, Any] = {}
+    title = tool.get("title") or given.get("title")
+    if title:
+        annotations["title"] = title
+    annotations |= {hint: given[hint] for hint in _ANNOTATION_HINTS if given.get(hint) is not None}
+    described = {"name": tool["name"], "description": tool.get("description") or ""}
+    return described | ({"annotations": annotations} if annotations else {})
+
+
+class _Dumper(yaml.SafeDumper):
+    """Literal blocks for multi-line strings (tool descriptions), plain YAML otherwise."""
+
+
+def _string(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_Dumper.add_representer(str, _string)
