@@ -806,7 +806,7 @@ Examples:
 @click.option(
     "--example-query",
     metavar="TEXT",
-    help="The query in the skill's example search [default: a document's name].",
+    help="The query in the skill's example search [default: a document's title].",
 )
 @click.option("--stdout", "to_stdout", is_flag=True, help="Print SKILL.md instead of writing it.")
 @max_age_option
