@@ -770,6 +770,86 @@ def inspect_command(image: str, as_json: bool) -> None:
         click.echo(image_manifest_as_text(image, found))
 
 
+@cli.command(
+    epilog="""\b
+Examples:
+  duckdb-vectors skill --db https://example.com/duckdb-docs.duckdb --out ~/.claude/skills
+  duckdb-vectors skill --image my-docs-search --about "the Acme handbook" --out .agents/skills
+  duckdb-vectors skill --db https://example.com/docs.duckdb --name acme-docs --stdout
+"""
+)
+@click.option(
+    "--db",
+    "url",
+    metavar="URL",
+    help="The http(s):// URL of a published index (see docs/publishing.md).",
+)
+@click.option("--image", metavar="IMAGE", help="A baked image (duckdb-vectors bake), by its tag.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The skills folder: NAME/SKILL.md is written in it.",
+)
+@click.option(
+    "--name",
+    help="The skill's name: lowercase letters, digits, hyphens [default: from the URL's file"
+    " or the image's name].",
+)
+@click.option(
+    "--about",
+    metavar="TEXT",
+    help='What the index holds, in a few words (e.g. "the DuckDB manual") [default: its'
+    " documents' names].",
+)
+@click.option(
+    "--example-query",
+    metavar="TEXT",
+    help="The query in the skill's example search [default: a document's title].",
+)
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print SKILL.md instead of writing it.")
+@max_age_option
+def skill(
+    url: str | None,
+    image: str | None,
+    out: Path,
+    name: str | None,
+    about: str | None,
+    example_query: str | None,
+    to_stdout: bool,
+    max_age: float | None,
+) -> None:
+    """Write an Agent Skill (NAME/SKILL.md) that tells an agent with a shell how to search a
+    published index or a baked image: when to use it, the commands, how to cite, what to do
+    offline. Loads no model."""
+    from .skills import SkillError, SkillOptions, check_name, image_skill, url_skill, write_skill
+
+    if (url is None) == (image is None):
+        raise click.UsageError("pass --db URL or --image IMAGE (one of them)")
+    if name is not None:
+        try:
+            check_name(name)
+        except SkillError as error:
+            raise click.BadParameter(str(error), param_hint="--name") from None
+    if url is not None and not remote.is_url(url):
+        raise click.BadParameter(
+            f"{url} is not an http(s):// URL: publish the index file first"
+            " (docs/publishing.md), or bake it and pass --image",
+            param_hint="--db",
+        )
+    options = SkillOptions(name=name, about=about, example_query=example_query)
+    if url is not None:
+        settings = Settings.resolve()
+        made = url_skill(url, options, cache_dir=settings.cache_dir, max_age=max_age)
+    else:
+        made = image_skill(image or "", options)
+    if to_stdout:
+        click.echo(made.text, nl=False)
+    else:
+        click.echo(write_skill(out, made))
+
+
 def _parse_filter(filter_json: str | None) -> dict[str, Any] | None:
     if filter_json is None:
         return None

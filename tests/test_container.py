@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -193,6 +195,39 @@ def test_inspect_reads_the_manifest_from_labels_alone(image: str, installed: Pat
     assert labels["org.opencontainers.image.created"] == from_file["manifest"]["built_at"]
     text = run_installed(installed, "inspect", image, cwd=installed).stdout
     assert "chunks      9" in text and "sources     4" in text
+
+
+def test_a_skill_for_the_baked_image_names_commands_that_answer(
+    image: str, installed: Path, tmp_path: Path
+) -> None:
+    """`skill --image` reads the labels (runs nothing); every command it names answers, its
+    SOURCE and CHUNK_ID taken from the example search's first hit, as the skill says."""
+    made = run_installed(installed, "skill", "--image", image, "--out", str(tmp_path), cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    path = Path(made.stdout.strip())
+    text = path.read_text()
+    front = yaml.safe_load(text.split("---\n")[1])
+    assert (
+        front["name"] == path.parent.name and "9 passages from 4 documents" in front["description"]
+    )
+    lines = [
+        line
+        for block in re.findall(r"^```bash\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+        for line in block.splitlines()
+        if line.strip() and not line.startswith("docker pull")  # a local image: nothing to pull
+    ]
+    assert lines and all(
+        line.startswith(f"docker run --rm --network none {image} ") for line in lines
+    )
+    first = json.loads(subprocess.run(lines[0], shell=True, capture_output=True, text=True).stdout)
+    hit = first["results"][0]
+    for line in lines:
+        line = line.replace("SOURCE", shlex.quote(hit["source"]))
+        line = line.replace("CHUNK_ID", shlex.quote(hit["chunk_id"]))
+        ran = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=300)
+        assert ran.returncode == 0, f"{line}\n{ran.stderr}"
+        answer = json.loads(ran.stdout)
+        assert answer.get("results") or answer.get("text"), line
 
 
 @pytest.mark.parametrize(
