@@ -184,6 +184,17 @@ def language_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
+def lexical_weight_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--lexical-weight, for the verbs that build an index (index, bake)."""
+    return click.option(
+        "--lexical-weight",
+        type=click.FloatRange(0.0, 1.0),
+        help="Record BM25's share of the hybrid score in the index (what eval --tune chose"
+        " elsewhere) [default: what the index records, else 0.7 for a static model and 0.5"
+        " for a transformer].",
+    )(command)
+
+
 def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--db, --backend, --model-path and --json, shared by the verbs that open an index."""
     return db_option(model_options(json_option(command)))
@@ -223,6 +234,7 @@ Examples:
 @store_options
 @quantize_option
 @language_option
+@lexical_weight_option
 @click.option("--recursive/--no-recursive", default=True, show_default=True)
 @click.option(
     "--include",
@@ -255,6 +267,7 @@ def index(
     as_json: bool,
     quantize: Quantization | None,
     language: str | None,
+    lexical_weight: float | None,
     recursive: bool,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
@@ -279,7 +292,9 @@ def index(
             language=language,
             read_only=False,
         )
-        _index_parquet(store, from_parquet, backend, source_prefix, as_json, progress)
+        _index_parquet(
+            store, from_parquet, backend, source_prefix, lexical_weight, as_json, progress
+        )
         return
     from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
 
@@ -305,9 +320,16 @@ def index(
             progress=progress,
         )
         empty = store.count() == 0
+        if not empty:
+            _record_lexical_weight(store, lexical_weight)
     click.echo(summary.model_dump_json(indent=2) if as_json else summary_as_text(summary))
     if empty:
         raise DuckDBVectorsError(f"nothing was indexed from {folder}: no file had indexable text")
+
+
+def _record_lexical_weight(store: VectorStore, lexical_weight: float | None) -> None:
+    if lexical_weight is not None:
+        store.record_lexical_weight(lexical_weight)
 
 
 def _index_parquet(
@@ -315,6 +337,7 @@ def _index_parquet(
     pattern: str,
     backend: str | None,
     source_prefix: str | None,
+    lexical_weight: float | None,
     as_json: bool,
     progress: bool | None,
 ) -> None:
@@ -327,6 +350,7 @@ def _index_parquet(
                 " the embeddings, so queries are embedded alike"
             )
         summary = index_parquet(store, pattern, source_prefix=source_prefix, progress=progress)
+        _record_lexical_weight(store, lexical_weight)
     click.echo(summary.model_dump_json(indent=2) if as_json else parquet_summary_as_text(summary))
 
 
@@ -709,6 +733,8 @@ Examples:
     help="Also write the image's Docker MCP Gateway catalog entry (YAML) to FILE.",
 )
 @url_options
+@language_option
+@lexical_weight_option
 @json_option
 def bake(
     docs: Path,
@@ -722,6 +748,8 @@ def bake(
     no_cache: bool,
     catalog_entry: Path | None,
     urls: UrlRule,
+    language: str | None,
+    lexical_weight: float | None,
     as_json: bool,
 ) -> None:
     """Bake the documents in DOCS into a verified index image: build, label, check, tag."""
@@ -741,6 +769,8 @@ def bake(
             platform=platform,
             no_cache=no_cache,
             urls=urls,
+            language=language,
+            lexical_weight=lexical_weight,
             catalog_entry=catalog_entry,
         )
     except BuildError as error:  # the step's last lines, then the one-line error

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from .config import DEFAULT_BACKEND
 from .embedders import Embedder, canonical_backend
-from .errors import IndexMismatchError, InvalidSettingError
+from .errors import IndexMismatchError
 from .manifest import Manifest, Quantization
-from .terms import DEFAULT_LANGUAGE, LANGUAGES, is_language
+from .terms import DEFAULT_LANGUAGE, checked_language
 
 
 def check_stored_dimension(db_path: Path, manifest: Manifest | None, stored: int | None) -> None:
@@ -67,12 +67,8 @@ def resolve_quantization(
 def resolve_language(db_path: Path, manifest: Manifest | None, requested: str | None) -> str:
     """The language of the index's word forms: the recorded one, or the one asked for (an
     index whose manifest records another is re-tokenized: see ``retokenize``)."""
-    if requested is not None and not is_language(requested):
-        raise InvalidSettingError(
-            f"language {requested!r} has no stemmer; use one of: {', '.join(LANGUAGES)}"
-        )
     if requested is not None:
-        return requested
+        return checked_language(requested)
     return manifest.language if manifest is not None else DEFAULT_LANGUAGE
 
 

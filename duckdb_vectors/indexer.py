@@ -30,6 +30,7 @@ from .chunkers import (
     decode_text,
     default_chunker,
 )
+from .chunkers.window import fit_to_window
 from .citations import UrlRule
 from .config import DEFAULT_MAX_FILE_BYTES
 from .errors import DuckDBVectorsError
@@ -64,6 +65,7 @@ class IndexSummary(BaseModel):
     chunks_unchanged: int = 0
     chunks_embedded: int = 0
     chunks_pruned: int = 0
+    chunks_split_to_window: int = 0
     seconds: float = 0.0
 
     def count(self, stats: WriteStats) -> None:
@@ -205,6 +207,8 @@ class _Run:
         self.metadata = metadata
         self.stamp = datetime.now(UTC)
         self.chunker_key = _chunker_key(chunker, urls, metadata)
+        # Chunks longer than the model's window are split (a custom embedder may not say).
+        self.windows = getattr(store.embedder, "windows", lambda texts: [1] * len(texts))
         self.known = documents.known(store.connection, source_prefix)
         self.keep: list[str] = []  # sources whose stored chunks stay as they are
         self.documents: list[documents.Document] = []
@@ -233,7 +237,7 @@ class _Run:
             self.keep.append(entry.source)
             return []
         try:
-            chunks = _chunk(self.chunker, data, entry.source)
+            chunks, split = fit_to_window(_chunk(self.chunker, data, entry.source), self.windows)
         except SkipFile as reason:
             self._problem(entry.source, str(reason), skipped=True, keep=False)
             return []
@@ -241,6 +245,7 @@ class _Run:
             reason = f"{type(error).__name__}: {error}"
             self._problem(entry.source, reason, skipped=False, keep=True)
             return []
+        self.summary.chunks_split_to_window += split
         if entry.source in self.known:
             self.summary.files_changed += 1
         else:

@@ -221,6 +221,11 @@ def summary_as_text(summary: IndexSummary) -> str:
         f" {summary.chunks_unchanged} unchanged, {summary.chunks_embedded} embedded,"
         f" {summary.chunks_pruned} pruned",
     ]
+    if summary.chunks_split_to_window:
+        lines.append(
+            f"window  {summary.chunks_split_to_window} chunks longer than the model embeds were"
+            " split to fit"
+        )
     # Each skipped or failed file was already reported on stderr as it happened (--json
     # lists them too); the summary counts them rather than list them twice.
     return "\n".join(lines)

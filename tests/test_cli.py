@@ -79,6 +79,18 @@ def test_index_in_text_form(tmp_path: Path) -> None:
     assert "chunks  1 added" in result.stdout
 
 
+def test_index_records_the_bm25_share_it_is_given(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha text\n")
+    db = tmp_path / "x.duckdb"
+    assert run_cli("index", str(docs), "--db", str(db), "--lexical-weight", "0.4").exit_code == 0
+    with VectorStore(db, read_only=True) as store:
+        assert store.manifest is not None and store.manifest.lexical_weight == 0.4
+    refused = run_cli("index", str(docs), "--db", str(db), "--lexical-weight", "1.5")
+    assert refused.exit_code == 2 and "--lexical-weight" in refused.stderr
+
+
 def test_index_of_a_folder_with_nothing_indexable_fails(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()

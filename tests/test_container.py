@@ -153,6 +153,8 @@ def baked(installed: Path, docs: Path) -> Iterator[dict]:
             "https://docs.example.com/",
             "--catalog-entry",
             "catalog.yaml",
+            "--lexical-weight",
+            "0.55",  # as eval --tune would have chosen: the image must carry it
             cwd=docs.parent,
             DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
         )
@@ -237,6 +239,13 @@ def test_a_skill_for_the_baked_image_names_commands_that_answer(
         (f"{PREFIX}-never-built", "no image"),
     ],
 )
+def test_the_image_carries_the_bm25_share_it_was_baked_with(image: str) -> None:
+    labels = json.loads(docker_cli("inspect", "--format", "{{json .Config.Labels}}", image).stdout)
+    assert labels["io.duckdb-vectors.lexical-weight"] == "0.55"
+    report = json.loads(docker_cli("run", "--rm", image, "report", "--json").stdout)
+    assert report["manifest"]["lexical_weight"] == 0.55
+
+
 def test_inspect_of_an_image_without_a_manifest_says_so(
     installed: Path, image: str, message: str
 ) -> None:

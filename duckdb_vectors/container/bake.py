@@ -32,6 +32,7 @@ from ..errors import DuckDBVectorsError
 from ..indexer import FileProblem, IndexSummary, first_indexable_file
 from ..models import IndexReport
 from ..progress import StatusLine
+from ..terms import checked_language
 from . import engine
 from .catalog import SERVER_METADATA_LABEL, as_yaml, server_entry, write_catalog_entry
 from .context import RUNTIME_DOCKERFILE, dockerfile_context, write_context
@@ -91,6 +92,8 @@ def bake(
     platform: str | None = None,
     no_cache: bool = False,
     urls: UrlRule | None = None,
+    language: str | None = None,
+    lexical_weight: float | None = None,
     catalog_entry: str | Path | None = None,
     status: StatusLine | None = None,
 ) -> BakeSummary:
@@ -99,12 +102,15 @@ def bake(
     ``backend`` and ``model_path`` are resolved as ``index`` resolves them (argument, then
     ``DUCKDB_VECTORS_BACKEND`` / ``DUCKDB_VECTORS_MODEL_PATH``, then the default); with no
     model folder the build downloads the model. ``urls`` is how the index run finds each
-    document's URL (``index --base-url``). ``catalog_entry`` is a file to write the image's
-    Docker MCP Gateway catalog entry to, once it is tagged.
+    document's URL (``index --base-url``); ``language`` and ``lexical_weight`` are passed to
+    it too (``index --language``, ``--lexical-weight``). ``catalog_entry`` is a file to write
+    the image's Docker MCP Gateway catalog entry to, once it is tagged.
     """
     settings = Settings.resolve(backend=backend, model_path=model_path)
     backend = settings.backend or DEFAULT_BACKEND
     _check_tag(tag)
+    if language is not None:
+        checked_language(language)  # before a build that would fail on it
     docs = _checked_docs(Path(docs))
     model = _checked_model(settings.model_path)
     catalog_file = _checked_catalog_file(catalog_entry)
@@ -119,7 +125,8 @@ def bake(
             dockerfile=RUNTIME_DOCKERFILE,
             buildargs=context.buildargs
             | {"BACKEND": backend, "PYTHON_IMAGE": base_image}
-            | _url_buildargs(urls or UrlRule()),
+            | _url_buildargs(urls or UrlRule())
+            | _ranking_buildargs(language, lexical_weight),
             platform=platform,
             no_cache=no_cache,
             status=status,
@@ -269,3 +276,9 @@ def _checked_catalog_file(path: str | Path | None) -> Path | None:
 
 def _url_buildargs(urls: UrlRule) -> dict[str, str]:
     return {"BASE_URL": urls.base_url or "", "URL_STYLE": urls.style}
+
+
+def _ranking_buildargs(language: str | None, lexical_weight: float | None) -> dict[str, str]:
+    """The index stage's --language and --lexical-weight ("" leaves each out)."""
+    weight = "" if lexical_weight is None else repr(lexical_weight)
+    return {"LANGUAGE": language or "", "LEXICAL_WEIGHT": weight}

@@ -97,6 +97,11 @@ class BaseEmbedder:
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed(texts)
 
+    def windows(self, texts: Sequence[str]) -> list[int]:
+        """How many of the model's windows (the most tokens it embeds) each text needs; 1
+        for every text when the model embeds any length."""
+        return [1] * len(texts)
+
     def is_static(self) -> bool:
         """Whether a text's vector is a sum of its tokens' (a table lookup, no attention):
         such a vector is a weaker ranking than a transformer's, so fusion leans on BM25."""

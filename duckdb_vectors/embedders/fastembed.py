@@ -70,6 +70,12 @@ class TransformerModel:
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return as_matrix(list(self.model.query_embed(list(texts))))
 
+    def windows(self, texts: Sequence[str]) -> list[int]:
+        """How many of the model's windows each text fills: its tokenizer truncates (512
+        tokens for most BERT-style models), and says into how many pieces a text overflows."""
+        encodings = self.model.model.tokenizer.encode_batch_fast(list(texts))
+        return [1 + len(encoding.overflowing) for encoding in encodings]
+
 
 class FastEmbedEmbedder(BaseEmbedder):
     """A fastembed ``TextEmbedding`` model, loaded on first use.
@@ -105,6 +111,15 @@ class FastEmbedEmbedder(BaseEmbedder):
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return self._loaded().embed_query(texts)
+
+    def windows(self, texts: Sequence[str]) -> list[int]:
+        model = self._loaded()
+        if isinstance(model, TransformerModel):
+            return model.windows(texts)
+        # A static model also stops at 512 tokens, but splitting its long chunks cost page
+        # hits on the Ray docs questions (one per page, hit@13 0.68 -> 0.64, 643 chunks
+        # split): an average of token vectors gains little from a shorter text.
+        return [1] * len(texts)
 
     def is_static(self) -> bool:
         return isinstance(self._loaded(), StaticModel)
