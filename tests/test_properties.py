@@ -519,6 +519,7 @@ def test_rst_chunker_reads_any_text(pieces, max_chars) -> None:
 
 @SETTINGS
 @given(pieces=st.lists(html_pieces | markup_words, max_size=40), max_chars=st.integers(20, 300))
+@example(pieces=["<table><tr><td>", "00", "0000", "0000000", "00000000"], max_chars=20)
 def test_html_chunker_reads_any_text_or_skips_it(pieces, max_chars) -> None:
     try:
         chunks = HtmlChunker(max_chars=max_chars, min_prose_letters=0).chunk(
@@ -527,7 +528,9 @@ def test_html_chunker_reads_any_text_or_skips_it(pieces, max_chars) -> None:
     except SkipFile:
         return
     _check_ids(chunks, "a.html")
-    assert all(_within(chunk.text, max_chars) for chunk in chunks)
+    # A table is never cut, and one of a single cell reads as plain text, without " | ".
+    tables = "<table>" in pieces
+    assert all(_within(chunk.text, max_chars) or tables for chunk in chunks)
 
 
 def _within(text: str, max_chars: int) -> bool:

@@ -38,6 +38,8 @@ QUERIES = [
     "COPY TO csv with header",
     "list_transform lambda",
 ]
+# The MCP readers list chunks, as the SDK readers do (MCP's default is one per page).
+CHUNKS = {"one_per_source": False}
 FOLDER_FILES = 150  # a spread-out subset of the DuckDB docs keeps every run about a second
 BASELINE_FILES = 20
 
@@ -218,12 +220,12 @@ async def mcp_reader(
     answers: dict[str, list[list[str]]] = {}
     errors, served = [], 0
     async with Client(parameters, mode="legacy", read_timeout_seconds=60) as client:
-        await client.call_tool("search", {"query": QUERIES[0], "top_k": 5})
+        await client.call_tool("search", {"query": QUERIES[0], "top_k": 5, **CHUNKS})
         ready.append(1)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline or not released.is_set():
             for query in QUERIES:
-                result = await client.call_tool("search", {"query": query, "top_k": 5})
+                result = await client.call_tool("search", {"query": query, "top_k": 5, **CHUNKS})
                 if result.is_error:
                     errors.append(str(result.content))
                     continue
