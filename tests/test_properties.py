@@ -529,7 +529,7 @@ def test_html_chunker_reads_any_text_or_skips_it(pieces, max_chars) -> None:
         return
     _check_ids(chunks, "a.html")
     # A table is never cut, and one of a single cell reads as plain text, without " | ".
-    tables = "<table>" in pieces
+    tables = any("<table" in piece for piece in pieces)
     assert all(_within(chunk.text, max_chars) or tables for chunk in chunks)
 
 
