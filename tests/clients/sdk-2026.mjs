@@ -26,7 +26,11 @@ await main(async (target) => {
   await client.connect(transportFor(target, exchanges), timeout);
   let era, discovered, listed, search, fetched;
   try {
-    era = { protocol_version: client.getNegotiatedProtocolVersion(), era: client.getProtocolEra() };
+    era = {
+      protocol_version: client.getNegotiatedProtocolVersion(),
+      era: client.getProtocolEra(),
+      server_info: client.getServerVersion(),
+    };
     discovered = client.getDiscoverResult();
     listed = await client.listTools(undefined, timeout);
     search = await client.callTool({ name: 'search', arguments: { query: target.query } }, timeout);
@@ -55,7 +59,6 @@ await main(async (target) => {
   return {
     client: '@modelcontextprotocol/client',
     ...era,
-    server_info: client.getServerVersion(),
     discover: {
       supported_versions: discovered.supportedVersions,
       capabilities: discovered.capabilities,
