@@ -16,7 +16,7 @@ DOCS ?= examples/docs
 BACKEND ?=
 Q ?= how do retries work?
 
-.PHONY: install demo test lint format bench clean builder image run mcp hadolint
+.PHONY: install clients demo test lint format bench clean builder image run mcp hadolint
 
 install: $(VENV)/.installed
 
@@ -26,6 +26,17 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
+# The real MCP clients the container tests drive the image with (tests/clients), exactly as
+# pinned in their lockfile. Without npm the tests that need them fail in CI and skip elsewhere,
+# saying why.
+CLIENTS := tests/clients
+clients: $(CLIENTS)/node_modules/.package-lock.json
+
+$(CLIENTS)/node_modules/.package-lock.json: $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm --prefix $(CLIENTS) ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the MCP client tests (tests/clients) cannot run"; fi
+
 demo: install
 	rm -f demo.duckdb quickstart.duckdb
 	$(MODEL_ENV) $(BIN)/duckdb-vectors index examples/docs --db demo.duckdb
@@ -33,7 +44,7 @@ demo: install
 	$(MODEL_ENV) $(BIN)/python examples/quickstart.py quickstart.duckdb
 
 # The container tests need a Docker engine: where none answers, docker/engine-env.sh serves one.
-test: install
+test: install clients
 	eval "$$(bash docker/engine-env.sh $(SHARED))" && \
 	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest
 
@@ -76,4 +87,4 @@ hadolint: install
 	$(BIN)/hadolint Dockerfile.builder Dockerfile.runtime
 
 clean:
-	rm -rf $(VENV) .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(CLIENTS)/node_modules .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache

@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import unquote
 
 import anyio
+from mcp.server.caching import CACHEABLE_METHODS, CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Resource as MCPResource
+from mcp.types import Tool as MCPTool
 from pydantic import WithJsonSchema
 
 from .citations import DOCUMENT_URI_PREFIX, document_uri
@@ -65,6 +67,13 @@ REPORT_URI = "duckdb-vectors://report"
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False
 )
+# The order tools/list gives them in, whatever the order of registration: clients and the
+# image's catalog label list them as the server does, and a cached listing stays valid.
+TOOL_ORDER = ("search", "fetch", "report")
+# How long a client may reuse a listing or a document of an index that cannot change while it
+# is served (opened read-only: a baked image, a published index): a day, the most the MCP SDKs
+# honour (a longer ttlMs is cut to it).
+IMMUTABLE_TTL_MS = 24 * 60 * 60 * 1000
 
 
 def _argument(schema: dict[str, Any]) -> Any:
@@ -168,6 +177,12 @@ class IndexServer(MCPServer):
             "content_hash": manifest.content_hash if manifest else None,
         }
 
+    async def list_tools(self) -> list[MCPTool]:
+        """The tools in ``TOOL_ORDER`` (any other after them, by name)."""
+        rank = {name: position for position, name in enumerate(TOOL_ORDER)}
+        tools = await super().list_tools()
+        return sorted(tools, key=lambda tool: (rank.get(tool.name, len(rank)), tool.name))
+
     async def list_resources(self) -> list[MCPResource]:
         """The report, then every document, in source order (paged by ``paginate``)."""
         documents = [
@@ -183,9 +198,25 @@ class IndexServer(MCPServer):
         return [*await super().list_resources(), *documents]
 
 
-def build_server(store: VectorStore, warm_up: BackgroundWarmUp | None = None) -> IndexServer:
+def cache_hints(read_only: bool, guarded: bool = False) -> dict[str, CacheHint]:
+    """The 2026-07-28 caching hints (``ttlMs``, ``cacheScope``) of every cacheable result.
+
+    A read-only index cannot change while it is served, so its listings, its documents and the
+    server's description stay fresh for ``IMMUTABLE_TTL_MS``; a writable one may change at any
+    time (ttl 0: immediately stale). Nothing in an answer depends on who asks, so the scope is
+    public, unless a bearer token guards the server (``guarded``): then a shared cache must not
+    hand what it holds to a caller without the token, and the scope is private.
+    """
+    hint = CacheHint(IMMUTABLE_TTL_MS if read_only else 0, "private" if guarded else "public")
+    return dict.fromkeys(sorted(CACHEABLE_METHODS), hint)
+
+
+def build_server(
+    store: VectorStore, warm_up: BackgroundWarmUp | None = None, *, guarded: bool = False
+) -> IndexServer:
     """An MCP server answering from ``store``; its warm-up (``warm_up``, if already started
-    by the caller) starts when the server does, if not before."""
+    by the caller) starts when the server does, if not before. ``guarded``: a bearer token
+    guards it (see ``cache_hints``)."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
@@ -207,6 +238,7 @@ def build_server(store: VectorStore, warm_up: BackgroundWarmUp | None = None) ->
         ),
         lifespan=lifespan,
         log_level="WARNING",
+        cache_hints=cache_hints(store.read_only, guarded),
     )
     server.middleware.extend([paginate_resources, plain_argument_errors])
 
@@ -376,7 +408,8 @@ def _choice(name: str, value: Any, choices: tuple[Match, ...]) -> Match:
 def serve(warm_up: BackgroundWarmUp, http: HttpOptions | None = None) -> None:
     """Serve the store that ``warm_up`` loads: over stdio until the client closes the
     connection, or, given ``http`` options, over streamable HTTP until SIGTERM."""
-    server = build_server(warm_up.store, warm_up)
+    guarded = http is not None and http.auth_token is not None
+    server = build_server(warm_up.store, warm_up, guarded=guarded)
     if http is None:
         anyio.run(server.run_stdio_async)
     else:

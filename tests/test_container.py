@@ -36,6 +36,7 @@ from duckdb_vectors import UrlRule, VectorStore, index_folder
 from duckdb_vectors.container.bake import BakeError, verify_image
 from duckdb_vectors.container.catalog import SERVER_METADATA_LABEL
 from duckdb_vectors.container.engine import CREATED_BY_LABEL
+from duckdb_vectors.mcp_server import IMMUTABLE_TTL_MS, TOOL_ORDER
 
 pytestmark = [pytest.mark.slow, pytest.mark.container]
 
@@ -527,6 +528,155 @@ def wait_until_ready(health: str, container: str, seconds: float = 120) -> None:
             time.sleep(0.5)
     logs = docker_cli("logs", container, check=False)
     raise AssertionError(f"{health} never said ready:\n{logs.stderr[-2000:]}")
+
+
+# --- real clients of both protocol eras (tests/clients, installed by `make clients`) ------
+#
+# The official TypeScript SDK (@modelcontextprotocol/sdk for the 2025-11-25 era,
+# @modelcontextprotocol/client pinned to 2026-07-28) and the MCP Inspector CLI drive the image
+# as a user's configuration runs it: over stdio with no command, and over streamable HTTP.
+
+CLIENTS = REPOSITORY / "tests" / "clients"
+CLIENT_LABEL = f"io.duckdb-vectors.test-client={PREFIX}"  # every container a client spawns
+AGENTS_PAGE = "https://docs.example.com/guides/agents.html"
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """Node.js, with tests/clients installed: in CI a failure saying what is missing (it must
+    run there), elsewhere a skip saying so."""
+    found = shutil.which("node")
+    if found is None:
+        problem = "node is not installed: the MCP client tests need Node.js 20+ and npm"
+    elif not (CLIENTS / "node_modules" / ".package-lock.json").is_file():
+        problem = "tests/clients is not installed: run make clients (npm ci in tests/clients)"
+    else:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail(problem, pytrace=False)
+    pytest.skip(problem)
+
+
+@pytest.fixture
+def stdio_target(image: str) -> Iterator[list[str]]:
+    """The image as an MCP client configuration spawns it (`docker run -i`, no command);
+    whatever the client leaves running is removed."""
+    yield ["--", "docker", "run", "-i", "--rm", "--label", CLIENT_LABEL, *HARDENED, image]
+    spawned = docker_cli("ps", "-aq", "--filter", f"label={CLIENT_LABEL}").stdout.split()
+    if spawned:
+        docker_cli("rm", "--force", *spawned, check=False)
+
+
+@pytest.fixture
+def http_target(image: str) -> Iterator[list[str]]:
+    """The image serving streamable HTTP behind a bearer token, as a replica would."""
+    port = free_port()
+    started = docker_cli(
+        "run", "-d", "--read-only", "--user", "65534", "--cap-drop", "ALL",
+        "-p", f"127.0.0.1:{port}:8000", "-e", f"DUCKDB_VECTORS_AUTH_TOKEN={TOKEN}",
+        image, "mcp", "--transport", "http", "--host", "0.0.0.0",
+    )  # fmt: skip
+    container = started.stdout.strip()
+    try:
+        wait_until_ready(f"http://127.0.0.1:{port}/health", container)
+        yield [
+            "--url",
+            f"http://127.0.0.1:{port}/mcp",
+            "--header",
+            f"Authorization: Bearer {TOKEN}",
+        ]
+    finally:
+        docker_cli("rm", "--force", container, check=False)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def target(request: pytest.FixtureRequest) -> list[str]:
+    return request.getfixturevalue(f"{request.param}_target")
+
+
+def run_node(node: str, *arguments: str | Path) -> dict:
+    """A client script (or the Inspector), its JSON answer; a failure shows its stderr."""
+    result = subprocess.run(
+        [node, *map(str, arguments)], capture_output=True, text=True, timeout=600, cwd=CLIENTS
+    )
+    assert result.returncode == 0, (
+        f"{arguments[0]} failed:\n{result.stdout[-1500:]}{result.stderr[-1500:]}"
+    )
+    return json.loads(result.stdout)
+
+
+def inspector(node: str, target: list[str], *arguments: str) -> dict:
+    """`mcp-inspector --cli` (what `npx @modelcontextprotocol/inspector --cli` runs), its
+    result; the docker CLI it spawns for stdio is given DOCKER_HOST."""
+    if target[0] == "--":
+        where = ["-e", f"DOCKER_HOST={os.environ.get('DOCKER_HOST', '')}", *target[1:]]
+    else:
+        url, header = target[1], target[3]
+        where = [url, "--header", header]
+    launcher = CLIENTS / "node_modules" / ".bin" / "mcp-inspector"
+    answer = run_node(node, launcher, "--cli", *where, *arguments, "--format", "json", "-q")
+    return answer["result"]
+
+
+def assert_tools_and_answers(answer: dict) -> None:
+    """Both eras: the tools in their declared order, read-only with output schemas; a search
+    whose text cites each hit; a fetch of its first hit."""
+    assert [tool["name"] for tool in answer["tools"]] == list(TOOL_ORDER)
+    assert all(tool["read_only"] and tool["output_schema"] for tool in answer["tools"])
+    assert answer["server_info"]["name"] == "duckdb-vectors"
+    search, fetched = answer["search"], answer["fetch"]
+    assert search["is_error"] is False
+    first = search["structured"]["results"][0]
+    assert (first["source"], first["url"]) == ("guides/agents.md", AGENTS_PAGE)
+    assert AGENTS_PAGE in search["text"][0]
+    assert fetched["is_error"] is False and "Connecting an agent" in fetched["text"][0]
+
+
+def test_the_typescript_sdk_in_the_2025_era(node: str, target: list[str]) -> None:
+    answer = run_node(node, CLIENTS / "sdk-2025.mjs", *target)
+    assert answer["protocol_version"] == "2025-11-25"
+    assert_tools_and_answers(answer)
+    # Streamable HTTP without sessions: nothing to carry from one request to the next.
+    assert not any(exchange["answered_session"] for exchange in answer["exchanges"])
+
+
+def test_the_typescript_sdk_in_the_2026_era(node: str, target: list[str]) -> None:
+    """server/discover instead of initialize, cache hints that say the baked index cannot
+    change (private behind the bearer token), and a tools/call with no handshake before it."""
+    answer = run_node(node, CLIENTS / "sdk-2026.mjs", *target)
+    assert (answer["protocol_version"], answer["era"]) == ("2026-07-28", "modern")
+    assert "2026-07-28" in answer["discover"]["supported_versions"]
+    assert "tools" in answer["discover"]["capabilities"]
+    scope = "private" if "--url" in target else "public"
+    for result in (answer["discover"], answer["tools_list"]):
+        assert (result["ttlMs"], result["cacheScope"]) == (IMMUTABLE_TTL_MS, scope)
+    assert_tools_and_answers(answer)
+    stateless = answer["stateless"]["search"]
+    assert stateless["is_error"] is False
+    assert stateless["structured"]["results"][0]["source"] == "guides/agents.md"
+    if "--url" in target:
+        methods = [exchange["method"] for exchange in answer["exchanges"]]
+        assert methods == ["server/discover", "tools/list", "tools/call", "tools/call"]
+        assert [e["method"] for e in answer["stateless"]["exchanges"]] == ["tools/call"]
+        every = answer["exchanges"] + answer["stateless"]["exchanges"]
+        assert not any(e["sent_session"] or e["answered_session"] for e in every)
+        assert all(exchange["status"] == 200 for exchange in every)
+
+
+def test_the_mcp_inspector_cli_in_both_eras(node: str, target: list[str]) -> None:
+    listed = inspector(node, target, "--method", "tools/list")
+    assert [tool["name"] for tool in listed["tools"]] == list(TOOL_ORDER)
+    call = ["--method", "tools/call", "--tool-name", "search", "--tool-arg", "query=E408"]
+    found = inspector(node, target, *call)
+    assert found["structuredContent"]["results"][0]["source"] == "guides/searching.md"
+
+    modern = ["--protocol-era", "modern"]
+    initialized = inspector(node, target, *modern, "--method", "initialize")
+    assert initialized["protocolVersion"] == "2026-07-28"
+    fetch = ["--method", "tools/call", "--tool-name", "fetch", "--tool-arg", "id=guides/agents.md"]
+    fetched = inspector(node, target, *modern, *fetch)
+    assert fetched["isError"] is False and "Connecting an agent" in fetched["content"][0]["text"]
+    assert fetched["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "duckdb-vectors"
 
 
 def test_runtime_append_of_a_mounted_registry(image: str) -> None:

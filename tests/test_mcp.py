@@ -15,7 +15,7 @@ from conftest import DEFAULT_BACKEND, SCRIPT, STATIC_MODEL
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import UrlRule, VectorStore, index_folder
-from duckdb_vectors.mcp_server import RESOURCES_PAGE
+from duckdb_vectors.mcp_server import IMMUTABLE_TTL_MS, RESOURCES_PAGE, TOOL_ORDER, cache_hints
 
 EXAMPLE_DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 
@@ -86,6 +86,43 @@ def test_initialize_and_list_tools(index: Path) -> None:
             assert "chunk_count" in tools["report"].output_schema["properties"]
 
     anyio.run(scenario)
+
+
+@pytest.mark.parametrize(
+    ("flags", "ttl_ms"),
+    [([], IMMUTABLE_TTL_MS), (["--read-write"], 0)],
+    ids=["read-only", "writable"],
+)
+def test_2026_cache_hints_say_whether_the_index_can_change(
+    index: Path, tmp_path: Path, flags: list[str], ttl_ms: int
+) -> None:
+    """On the 2026-07-28 era (the SDK client's default negotiation), every cacheable result
+    of a read-only index stays fresh a day, for anyone; a writable one's is stale at once."""
+    served = index
+    if flags:  # a copy: the module's index stays read-only for the other tests
+        served = tmp_path / "writable.duckdb"
+        served.write_bytes(index.read_bytes())
+
+    async def scenario() -> None:
+        async with Client(server(served, *flags), read_timeout_seconds=60) as client:
+            assert client.protocol_version == "2026-07-28"
+            for listed in (
+                await client.list_tools(cache_mode="refresh"),
+                await client.list_resources(cache_mode="refresh"),
+                await client.read_resource("duckdb-vectors://report", cache_mode="refresh"),
+            ):
+                assert (listed.ttl_ms, listed.cache_scope) == (ttl_ms, "public")
+            tools = await client.list_tools(cache_mode="refresh")
+            assert [tool.name for tool in tools.tools] == list(TOOL_ORDER)
+
+    anyio.run(scenario)
+
+
+def test_a_bearer_token_makes_the_cache_scope_private() -> None:
+    for read_only, ttl_ms in ((True, IMMUTABLE_TTL_MS), (False, 0)):
+        hints = cache_hints(read_only, guarded=True)
+        assert {(hint.ttl_ms, hint.scope) for hint in hints.values()} == {(ttl_ms, "private")}
+        assert {"server/discover", "tools/list", "resources/read"} <= set(hints)
 
 
 def test_search_returns_structured_content_and_readable_text(index: Path) -> None:
