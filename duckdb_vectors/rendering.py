@@ -221,10 +221,10 @@ def summary_as_text(summary: IndexSummary) -> str:
         f" {summary.chunks_unchanged} unchanged, {summary.chunks_embedded} embedded,"
         f" {summary.chunks_pruned} pruned",
     ]
-    if summary.chunks_split_to_window:
+    if summary.chunks_past_window:
         lines.append(
-            f"window  {summary.chunks_split_to_window} chunks longer than the model embeds were"
-            " split to fit"
+            f"window  {summary.chunks_past_window} chunks are longer than the model embeds:"
+            " BM25 reads all of their text, their vectors only its start"
         )
     # Each skipped or failed file was already reported on stderr as it happened (--json
     # lists them too); the summary counts them rather than list them twice.

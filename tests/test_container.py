@@ -233,13 +233,6 @@ def test_a_skill_for_the_baked_image_names_commands_that_answer(
         assert answer.get("results") or answer.get("text"), line
 
 
-@pytest.mark.parametrize(
-    ("image", "message"),
-    [
-        ("python:3.12-slim", "carries no duckdb-vectors manifest labels"),
-        (f"{PREFIX}-never-built", "no image"),
-    ],
-)
 def test_the_image_carries_the_bm25_share_it_was_baked_with(image: str) -> None:
     labels = json.loads(docker_cli("inspect", "--format", "{{json .Config.Labels}}", image).stdout)
     assert labels["io.duckdb-vectors.lexical-weight"] == "0.55"
@@ -247,6 +240,13 @@ def test_the_image_carries_the_bm25_share_it_was_baked_with(image: str) -> None:
     assert report["manifest"]["lexical_weight"] == 0.55
 
 
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        ("python:3.12-slim", "carries no duckdb-vectors manifest labels"),
+        (f"{PREFIX}-never-built", "no image"),
+    ],
+)
 def test_inspect_of_an_image_without_a_manifest_says_so(
     installed: Path, image: str, message: str
 ) -> None:

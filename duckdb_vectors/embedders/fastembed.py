@@ -27,7 +27,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..errors import EmbedderError
 from .base import BaseEmbedder, EmbedderSpec, as_matrix, fingerprint_directory
-from .static import StaticModel, is_static_model
+from .static import StaticModel, is_static_model, windows_needed
 
 # A transformer's attention memory grows with batch x tokens^2: 256 chunks of 512 tokens took
 # MiniLM-L6 past 24 GB (killed); 16 kept it near 2 GB and ran no slower than 32 or 64.
@@ -56,6 +56,8 @@ class LoadedModel(Protocol):
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
 
+    def windows(self, texts: Sequence[str]) -> list[int]: ...
+
 
 class TransformerModel:
     """A fastembed ``TextEmbedding`` of an ONNX transformer."""
@@ -71,10 +73,7 @@ class TransformerModel:
         return as_matrix(list(self.model.query_embed(list(texts))))
 
     def windows(self, texts: Sequence[str]) -> list[int]:
-        """How many of the model's windows each text fills: its tokenizer truncates (512
-        tokens for most BERT-style models), and says into how many pieces a text overflows."""
-        encodings = self.model.model.tokenizer.encode_batch_fast(list(texts))
-        return [1 + len(encoding.overflowing) for encoding in encodings]
+        return windows_needed(self.model.model.tokenizer, texts)
 
 
 class FastEmbedEmbedder(BaseEmbedder):
@@ -113,13 +112,7 @@ class FastEmbedEmbedder(BaseEmbedder):
         return self._loaded().embed_query(texts)
 
     def windows(self, texts: Sequence[str]) -> list[int]:
-        model = self._loaded()
-        if isinstance(model, TransformerModel):
-            return model.windows(texts)
-        # A static model also stops at 512 tokens, but splitting its long chunks cost page
-        # hits on the Ray docs questions (one per page, hit@13 0.68 -> 0.64, 643 chunks
-        # split): an average of token vectors gains little from a shorter text.
-        return [1] * len(texts)
+        return self._loaded().windows(texts)
 
     def is_static(self) -> bool:
         return isinstance(self._loaded(), StaticModel)

@@ -83,6 +83,9 @@ class StaticModel:
         """Queries and documents share one vector space: no prefixes, the same pooling."""
         return self.embed(texts)
 
+    def windows(self, texts: Sequence[str]) -> list[int]:
+        return windows_needed(self.tokenizer, texts, special_tokens=False)
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         ids, lengths = self._token_ids(texts)
         sums = self._sum_rows(ids, lengths)
@@ -131,6 +134,16 @@ class StaticModel:
             minlength=len(lengths) * len(distinct),
         ).astype(np.float32)
         return counts.reshape(len(lengths), len(distinct)) @ self.embeddings[distinct]
+
+
+def windows_needed(
+    tokenizer: Tokenizer, texts: Sequence[str], special_tokens: bool = True
+) -> list[int]:
+    """How many windows of a truncating tokenizer each text fills (tokenized as its model
+    tokenizes it): the first, and one per piece it overflows into. fastembed embeds only the
+    first (512 tokens for most BERT-style models; a static model's table, 512 here too)."""
+    encodings = tokenizer.encode_batch_fast(list(texts), add_special_tokens=special_tokens)
+    return [1 + len(encoding.overflowing) for encoding in encodings]
 
 
 def is_static_model(directory: Path) -> bool:
