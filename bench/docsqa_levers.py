@@ -58,8 +58,8 @@ STEPS: list[tuple[str, Levers, bool]] = [
 def levers_set(levers: Levers) -> Iterator[None]:
     saved = (terms.word_forms, terms.QUESTION_WORDS, terms.TITLE_WEIGHT)
     saved_ranking = (search._relative_at, search.PAGE_SUPPORT)
-    if not levers.word_forms:
-        terms.word_forms = lambda words, language="english": []
+    if not levers.word_forms:  # every word as written
+        terms.word_forms = lambda words, language="english": list(words)
     if not levers.question_words:
         terms.QUESTION_WORDS = frozenset()
     terms.TITLE_WEIGHT = levers.title_weight

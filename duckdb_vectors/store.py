@@ -58,8 +58,7 @@ from .retokenize import current_manifest
 from .rows import ChunkColumns
 from .schema import check_readable, migrate
 from .search import Match, Query, Scope, Searcher, SqlSearcher, answer
-from .terms import query_terms
-from .tokenizer import tokenize
+from .terms import all_terms, query_terms
 from .writes import WriteStats
 
 __all__ = ["MAX_RESULTS", "VectorStore", "WriteStats"]
@@ -462,9 +461,9 @@ class VectorStore:
         else:
             query_vector = inputs.query_vector(vector, self._recorded_dimension())
         terms = query_terms(text, self.language) if hybrid else None
-        all_terms = tokenize(text) if match == "all" else None
+        every_term = all_terms(text, self.language) if match == "all" else None
         return self._search(
-            Query(query_vector, terms, top_k, scope, rescore, one_per_source, all_terms)
+            Query(query_vector, terms, top_k, scope, rescore, one_per_source, every_term)
         )
 
     def query_text(
@@ -484,8 +483,8 @@ class VectorStore:
         inputs.check_match(match)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
         terms = query_terms(text, self.language)
-        all_terms = tokenize(text) if match == "all" else None
-        return self._search(Query(None, terms, top_k, scope, rescore, one_per_source, all_terms))
+        every_term = all_terms(text, self.language) if match == "all" else None
+        return self._search(Query(None, terms, top_k, scope, rescore, one_per_source, every_term))
 
     def query_vectors(
         self,
