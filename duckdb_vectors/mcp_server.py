@@ -211,6 +211,15 @@ def cache_hints(read_only: bool, guarded: bool = False) -> dict[str, CacheHint]:
     return dict.fromkeys(sorted(CACHEABLE_METHODS), hint)
 
 
+def server_version(store: VectorStore) -> str:
+    """The package's version, and the index's content hash as its local part: clients cache a
+    read-only index's answers for a day under the server's name and version, and two images
+    baked by one release from other documents must not share them."""
+    manifest = store.manifest
+    content = f"+{manifest.content_hash[:12]}" if manifest and manifest.content_hash else ""
+    return f"{package_version()}{content}"
+
+
 def build_server(
     store: VectorStore, warm_up: BackgroundWarmUp | None = None, *, guarded: bool = False
 ) -> IndexServer:
@@ -227,7 +236,7 @@ def build_server(
         store,
         warm_up or BackgroundWarmUp(store),
         name="duckdb-vectors",
-        version=package_version(),
+        version=server_version(store),
         title="duckdb-vectors retrieval",
         instructions=(
             "Search a document index with `search` (hybrid: meaning and exact words, so codes "

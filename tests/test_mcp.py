@@ -56,6 +56,10 @@ def test_initialize_and_list_tools(index: Path) -> None:
     async def scenario() -> None:
         async with session(server(index)) as client:
             assert client.server_info.name == "duckdb-vectors"
+            with VectorStore(index, read_only=True) as store:
+                content_hash = store.manifest.content_hash
+            # Clients cache by name and version: another index must not share them.
+            assert client.server_info.version.endswith(f"+{content_hash[:12]}")
             assert "search" in (client.instructions or "")
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert set(tools) == {"search", "fetch", "report"}
