@@ -178,7 +178,7 @@ def language_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--language",
         metavar="NAME",
-        help="The Snowball language whose word forms BM25 also matches (english, german,"
+        help="The Snowball language whose word forms BM25 indexes words as (english, german,"
         " french, ...); another than the recorded one re-tokenizes the index. Recorded in the"
         " index [env DUCKDB_VECTORS_LANGUAGE; default: what the index records, else english].",
     )(command)

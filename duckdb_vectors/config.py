@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     language: str | None = Field(
         None,
         description=(
-            "The Snowball language whose word forms BM25 also matches in Latin-script words"
+            "The Snowball language whose word forms BM25 indexes Latin-script words as"
             " (english, german, french, spanish, ...; Cyrillic, Greek, Arabic and Armenian words"
             " use their own). Unset: what the index records (english for a new one); set to"
             " another, the index is re-tokenized when opened read-write."

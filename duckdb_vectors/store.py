@@ -96,7 +96,7 @@ class VectorStore:
             float32 vectors (``DUCKDB_VECTORS_QUANTIZE``). The index records it, so later opens
             need not repeat it; given for an index that is not quantized, the index is
             converted here (read-write only).
-        language: the Snowball language BM25 also matches word forms in ("english",
+        language: the Snowball language of the word forms BM25 indexes words as ("english",
             "german", ...; ``DUCKDB_VECTORS_LANGUAGE``). Unset: what the index records
             (english for a new one); another one re-tokenizes the index (read-write only).
         fusion: how vector and BM25 rankings are fused.
