@@ -59,6 +59,7 @@ from .rows import ChunkColumns
 from .schema import check_readable, migrate
 from .search import Match, Query, Scope, Searcher, SqlSearcher, answer
 from .terms import all_terms, query_terms
+from .tokenizer import mostly_latin
 from .writes import WriteStats
 
 __all__ = ["MAX_RESULTS", "VectorStore", "WriteStats"]
@@ -462,8 +463,9 @@ class VectorStore:
             query_vector = inputs.query_vector(vector, self._recorded_dimension())
         terms = query_terms(text, self.language) if hybrid else None
         every_term = all_terms(text, self.language) if match == "all" else None
+        readable = self._model_reads(text)
         return self._search(
-            Query(query_vector, terms, top_k, scope, rescore, one_per_source, every_term)
+            Query(query_vector, terms, top_k, scope, rescore, one_per_source, every_term, readable)
         )
 
     def query_text(
@@ -662,6 +664,13 @@ class VectorStore:
         return current_manifest(
             self._connection, manifest, self.db_path, self.read_only, self.language
         )
+
+    def _model_reads(self, text: str) -> bool:
+        """Whether the model can read ``text``: not when it knows only English and most of the
+        question's letters are of another script."""
+        if mostly_latin(text):
+            return True
+        return not getattr(self.embedder, "english_only", lambda: False)()
 
     def _checked_embedder(self) -> Embedder:
         embedder = self.embedder
