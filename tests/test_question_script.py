@@ -56,7 +56,8 @@ def test_bm25_ranks_a_question_an_english_model_cannot_read(minilm_store: Vector
     hits = minilm_store.query(question, 5)
     assert [hit.chunk.chunk_id for hit in by_text] == ["river", "piano"]  # "в" matches too
     assert [(hit.chunk.chunk_id, hit.score) for hit in hits[:2]] == [
-        (hit.chunk.chunk_id, hit.score) for hit in by_text  # BM25's order and scores
+        (hit.chunk.chunk_id, hit.score)
+        for hit in by_text  # BM25's order and scores
     ]
     # The rest of the list comes from the vector, in its order, after every BM25 match.
     assert [hit.text_rank for hit in hits] == [1, 2, None, None, None]
