@@ -1,0 +1,177 @@
+"""An index as plain DuckDB sees it: a view of the chunks and BM25 search as a table macro.
+
+Anyone with a DuckDB client and no duckdb_vectors (the ``duckdb`` CLI, an agent with a shell)
+can open an index file read-only and run::
+
+    FROM search_text('variant extract', k := 8);
+    FROM chunk_view WHERE source LIKE 'sql/%';
+
+Both live in the file (created by a migration and refreshed by writes), so a frozen, read-only
+index has them. ``chunk_view``'s columns are a contract (see ``VIEW_COLUMNS``): later releases
+add columns at the end, never rename or drop one.
+
+``search_text`` ranks as ``VectorStore.query_text`` does (BM25 over the same postings, the same
+k1, b, idf and title weight, ties by the order chunks were written), and must turn the query into
+the same terms in SQL:
+
+- **Words**: the tokenizer's word pattern (letters, digits, marks, ``_``, joined by single
+  ``.``, ``-`` or ``'``; a compound also as its parts), over the query normalised to NFC,
+  lower-cased and case-folded. Python normalises to NFKC, which DuckDB cannot: text with
+  compatibility characters (ligatures, full-width or circled letters, superscripts) may differ.
+  Scripts the tokenizer splits into n-grams (Chinese, Japanese, Thai, ...; Hangul particles)
+  are not split so in SQL: the macro is for space-separated scripts.
+- **Question words** are left out unless nothing else remains, from the same list.
+- **Word forms**: DuckDB has no Snowball stemmer without the ``fts`` extension, which a reader
+  offline cannot install. A word's term is therefore looked up in ``word_forms``, which holds
+  every word of the indexed text whose term differs from it (about a third of a docs
+  vocabulary); any other word is its own term. A query word the index never contained, whose
+  stem differs from it and is an indexed term (``indexes`` when only ``index`` and ``indexing``
+  occur), is missed where the SDK's stemmer finds it: exact parity for every word the index
+  holds, with no stemmer in SQL. (A Snowball stemmer written in SQL would cover English alone,
+  and not the Cyrillic, Greek, Arabic and Armenian words an index stems by their script.)
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import duckdb
+
+from . import chunk_table
+from .bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight_sql
+from .citations import URL_KEY
+from .db import scalar
+from .filters import json_path_literal
+from .postings import create_word_forms
+from .terms import DEFAULT_LANGUAGE, QUESTION_WORDS
+
+VIEW = "chunk_view"
+MACRO = "search_text"
+DEFAULT_K = 10
+# Chunks tokenized at a time when an older index's word forms are recorded.
+_BATCH = 16_384
+
+
+def _string(value: str) -> str:
+    """A SQL string literal of ``value``."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def view_columns(slice_keys: list[str]) -> str:
+    """``chunk_view``'s select list over ``chunks c`` (the macro returns the same columns):
+
+    chunk_id, source, position (the chunk's place in its source), title (the heading
+    breadcrumb), url (the citation URL), slice (a JSON object of the index's slice keys and the
+    chunk's values of them), text, metadata (every metadata value, as JSON).
+    """
+    pairs = ", ".join(
+        f"{_string(key)}, json_extract_string(c.metadata, {json_path_literal(key)})"
+        for key in slice_keys
+    )
+    slice_value = f"json_object({pairs})" if pairs else "json_object()"
+    return (
+        "c.chunk_id, c.source, c.position, c.title,"
+        f" json_extract_string(c.metadata, {json_path_literal(URL_KEY)}) AS url,"
+        f" {slice_value} AS slice, c.text, c.metadata"
+    )
+
+
+@cache
+def _case_folded(expression: str) -> str:
+    """``expression`` (lower-cased by DuckDB) case-folded as Python's ``str.casefold`` does:
+    the characters whose folding differs from their lower case (ß, final sigma, Cherokee, ...),
+    one ``translate`` for those folded to one character and a ``replace`` for each of the rest."""
+    single, multiple = {}, {}
+    for code in range(0x80, 0x110000):
+        character = chr(code)
+        if 0xD800 <= code < 0xE000 or character.lower() != character:
+            continue
+        folded = character.casefold()
+        if folded != character:
+            (single if len(folded) == 1 else multiple)[character] = folded
+    folded = (
+        f"translate({expression}, {_string(''.join(single))}, {_string(''.join(single.values()))})"
+    )
+    for character, replacement in multiple.items():
+        folded = f"replace({folded}, {_string(character)}, {_string(replacement)})"
+    return folded
+
+
+# The tokenizer's word pattern (``tokenizer._TOKEN``'s words) and its joiners, in RE2 syntax.
+_WORD_CHARACTER = r"[\p{L}\p{N}\p{M}_]"
+_WORD = rf"{_WORD_CHARACTER}+(?:[.\-']{_WORD_CHARACTER}+)*"
+_JOINER = r"[.\-']"
+
+
+def _query_words(query: str) -> str:
+    """The SQL list of the words of ``query`` (a SQL expression) as ``tokenizer.tokenize``
+    reads them: NFC, then lower case and case folding (Python lower-cases İ to i and a combining
+    dot above, DuckDB to i alone)."""
+    lowered = f"lower(nfc_normalize(replace({query}, 'İ', {_string('İ'.lower())})))"
+    return f"regexp_extract_all({_case_folded(lowered)}, {_string(_WORD)})"
+
+
+def macro_sql(slice_keys: list[str]) -> str:
+    """``search_text(query, k := 10, slice := NULL)``: the ``k`` best chunks for ``query`` by
+    BM25, best first, as ``chunk_view`` rows with their ``score``; ``slice`` (a struct such as
+    ``{'version': '2.0'}``) keeps chunks whose metadata holds those values, as the SDK's filter
+    does. Parameters stand for their values wherever their names appear: no column below is
+    named ``query``, ``k`` or ``slice``."""
+    question_words = ", ".join(_string(word) for word in sorted(QUESTION_WORDS))
+    idf = bm25_idf_sql("f.df", "s.documents")
+    weight = bm25_weight_sql("m.tf", "c.token_count", "s.average_length", str(BM25_K1), str(BM25_B))
+    return f"""
+CREATE OR REPLACE MACRO {MACRO}(query, k := {DEFAULT_K}, slice := NULL) AS TABLE
+WITH words AS (SELECT unnest({_query_words("query")}) AS word),
+tokens AS (
+    SELECT word AS token FROM words
+    UNION ALL
+    SELECT unnest(string_split_regex(word, {_string(_JOINER)})) FROM words
+    WHERE regexp_matches(word, {_string(_JOINER)})),
+question_words AS (SELECT unnest([{question_words}]) AS token),
+content AS (SELECT token FROM tokens WHERE token NOT IN (SELECT token FROM question_words)),
+query_tokens AS (
+    SELECT token FROM content
+    UNION ALL
+    SELECT token FROM tokens WHERE NOT EXISTS (SELECT 1 FROM content)),
+query_terms AS (
+    SELECT DISTINCT coalesce(f.term, q.token) AS term
+    FROM query_tokens q LEFT JOIN word_forms f ON f.word = q.token),
+matched AS (
+    SELECT term_id, key, tf FROM postings WHERE term_id IN (
+        SELECT t.term_id FROM terms t JOIN query_terms USING (term))),
+statistics AS (
+    SELECT count(*)::DOUBLE AS documents, avg(token_count) AS average_length FROM chunks),
+frequencies AS (SELECT term_id, count(*)::DOUBLE AS df FROM matched GROUP BY term_id),
+scored AS (
+    SELECT m.key, sum({idf} * {weight}) AS score
+    FROM matched m
+    JOIN frequencies f USING (term_id)
+    JOIN chunks c USING (key)
+    CROSS JOIN statistics s
+    WHERE slice IS NULL OR json_contains(c.metadata, to_json(slice))
+    GROUP BY m.key),
+best AS (SELECT key, score FROM scored ORDER BY score DESC, key LIMIT k)
+SELECT {view_columns(slice_keys)}, best.score
+FROM best JOIN chunks c USING (key)
+ORDER BY best.score DESC, c.key
+"""
+
+
+def create(connection: duckdb.DuckDBPyConnection, slice_keys: list[str]) -> None:
+    """(Re)create ``chunk_view`` and ``search_text`` for an index with these slice keys."""
+    connection.execute(
+        f"CREATE OR REPLACE VIEW {VIEW} AS SELECT {view_columns(slice_keys)} FROM chunks c"
+    )
+    connection.execute(macro_sql(slice_keys))
+
+
+def migrate(connection: duckdb.DuckDBPyConnection) -> None:
+    """Schema 7: the word forms of what the index holds, and the view and macro over it."""
+    create_word_forms(connection)
+    document = scalar(connection, "SELECT document FROM manifest WHERE id = 1")
+    manifest = json.loads(document) if document else {}
+    language = manifest.get("language", DEFAULT_LANGUAGE)
+    chunk_table.record_word_forms(connection, _BATCH, language)
+    create(connection, manifest.get("slice_keys", []))
