@@ -112,59 +112,74 @@ def _query_words(query: str) -> str:
     return f"regexp_extract_all({_case_folded(lowered)}, {_string(_WORD)})"
 
 
-def macro_sql(slice_keys: list[str]) -> str:
-    """``search_text(query, k := 10, slice := NULL)``: the ``k`` best chunks for ``query`` by
+def macro_statements(slice_keys: list[str]) -> list[str]:
+    """The macros, each a ``CREATE OR REPLACE MACRO`` statement.
+
+    ``search_text(query, k := 10, slice := NULL)``: the ``k`` best chunks for ``query`` by
     BM25, best first, as ``chunk_view`` rows with their ``score``; ``slice`` (a struct such as
     ``{'version': '2.0'}``) keeps chunks whose metadata holds those values, as the SDK's filter
-    does. Parameters stand for their values wherever their names appear: no column below is
-    named ``query``, ``k`` or ``slice``."""
+    does. Its helpers: ``search_text_tokens(query)``, the query's tokens, and
+    ``search_text_terms(query)``, the terms it looks up.
+
+    No macro has a WITH clause: DuckDB 1.4.0 cannot bind the CTEs of a macro that DuckDB 2
+    stored (1.4.4 can), so what would be a CTE is a helper macro or a subquery. Parameters
+    stand for their values wherever their names appear: no column is named ``query``, ``k``
+    or ``slice``. Each chunk's terms are summed in one order, so that chunks that score the
+    same score the same to the last bit and tie, ordered by key as the SDK orders ties.
+    """
     question_words = ", ".join(_string(word) for word in sorted(QUESTION_WORDS))
-    idf = bm25_idf_sql("f.df", "s.documents")
+    content = f"token NOT IN ({question_words})"
+    joiner = _string(_JOINER)
+    idf = bm25_idf_sql("m.df", "s.documents")
     weight = bm25_weight_sql("m.tf", "c.token_count", "s.average_length", str(BM25_K1), str(BM25_B))
-    return f"""
+    tokens = f"""
+CREATE OR REPLACE MACRO {MACRO}_tokens(query) AS TABLE
+SELECT unnest(list_concat([word],
+    CASE WHEN regexp_matches(word, {joiner}) THEN string_split_regex(word, {joiner}) ELSE [] END
+)) AS token
+FROM (SELECT unnest({_query_words("query")}) AS word)
+"""
+    terms = f"""
+CREATE OR REPLACE MACRO {MACRO}_terms(query) AS TABLE
+SELECT DISTINCT coalesce(f.term, q.token) AS term
+FROM (
+    SELECT token FROM {MACRO}_tokens(query)
+    WHERE {content} OR NOT EXISTS (SELECT 1 FROM {MACRO}_tokens(query) WHERE {content})
+) q
+LEFT JOIN word_forms f ON f.word = q.token
+"""
+    search = f"""
 CREATE OR REPLACE MACRO {MACRO}(query, k := {DEFAULT_K}, slice := NULL) AS TABLE
-WITH words AS (SELECT unnest({_query_words("query")}) AS word),
-tokens AS (
-    SELECT word AS token FROM words
-    UNION ALL
-    SELECT unnest(string_split_regex(word, {_string(_JOINER)})) FROM words
-    WHERE regexp_matches(word, {_string(_JOINER)})),
-question_words AS (SELECT unnest([{question_words}]) AS token),
-content AS (SELECT token FROM tokens WHERE token NOT IN (SELECT token FROM question_words)),
-query_tokens AS (
-    SELECT token FROM content
-    UNION ALL
-    SELECT token FROM tokens WHERE NOT EXISTS (SELECT 1 FROM content)),
-query_terms AS (
-    SELECT DISTINCT coalesce(f.term, q.token) AS term
-    FROM query_tokens q LEFT JOIN word_forms f ON f.word = q.token),
-matched AS (
-    SELECT term_id, key, tf FROM postings WHERE term_id IN (
-        SELECT t.term_id FROM terms t JOIN query_terms USING (term))),
-statistics AS (
-    SELECT count(*)::DOUBLE AS documents, avg(token_count) AS average_length FROM chunks),
-frequencies AS (SELECT term_id, count(*)::DOUBLE AS df FROM matched GROUP BY term_id),
-scored AS (
-    SELECT m.key, sum({idf} * {weight}) AS score
-    FROM matched m
-    JOIN frequencies f USING (term_id)
-    JOIN chunks c USING (key)
-    CROSS JOIN statistics s
-    WHERE slice IS NULL OR json_contains(c.metadata, to_json(slice))
-    GROUP BY m.key),
-best AS (SELECT key, score FROM scored ORDER BY score DESC, key LIMIT k)
 SELECT {view_columns(slice_keys)}, best.score
-FROM best JOIN chunks c USING (key)
+FROM (
+    SELECT m.key, sum({idf} * {weight} ORDER BY m.term_id) AS score
+    FROM (
+        SELECT term_id, key, tf, count(*) OVER (PARTITION BY term_id)::DOUBLE AS df
+        FROM postings
+        WHERE term_id IN (SELECT t.term_id FROM terms t JOIN {MACRO}_terms(query) USING (term))
+    ) m
+    JOIN chunks c USING (key)
+    CROSS JOIN (
+        SELECT count(*)::DOUBLE AS documents, avg(token_count) AS average_length FROM chunks
+    ) s
+    WHERE slice IS NULL OR json_contains(c.metadata, to_json(slice))
+    GROUP BY m.key
+    ORDER BY score DESC, m.key
+    LIMIT k
+) best
+JOIN chunks c USING (key)
 ORDER BY best.score DESC, c.key
 """
+    return [tokens, terms, search]
 
 
 def create(connection: duckdb.DuckDBPyConnection, slice_keys: list[str]) -> None:
-    """(Re)create ``chunk_view`` and ``search_text`` for an index with these slice keys."""
+    """(Re)create ``chunk_view`` and the macros for an index with these slice keys."""
     connection.execute(
         f"CREATE OR REPLACE VIEW {VIEW} AS SELECT {view_columns(slice_keys)} FROM chunks c"
     )
-    connection.execute(macro_sql(slice_keys))
+    for statement in macro_statements(slice_keys):
+        connection.execute(statement)
 
 
 def migrate(connection: duckdb.DuckDBPyConnection) -> None:
