@@ -77,25 +77,39 @@ def view_columns(slice_keys: list[str]) -> str:
     )
 
 
-@cache
 def _case_folded(expression: str) -> str:
     """``expression`` (lower-cased by DuckDB) case-folded as Python's ``str.casefold`` does:
-    the characters whose folding differs from their lower case (ß, final sigma, Cherokee, ...),
-    one ``translate`` for those folded to one character and a ``replace`` for each of the rest."""
-    single, multiple = {}, {}
-    for code in range(0x80, 0x110000):
-        character = chr(code)
-        if 0xD800 <= code < 0xE000 or character.lower() != character:
-            continue
-        folded = character.casefold()
-        if folded != character:
-            (single if len(folded) == 1 else multiple)[character] = folded
+    one ``translate`` for the characters folded to one character and a ``replace`` for each of
+    the rest."""
+    single, multiple = case_folds()
     folded = (
         f"translate({expression}, {_string(''.join(single))}, {_string(''.join(single.values()))})"
     )
     for character, replacement in multiple.items():
         folded = f"replace({folded}, {_string(character)}, {_string(replacement)})"
     return folded
+
+
+@cache
+def case_folds(last: int = 0xFFFF) -> tuple[dict[str, str], dict[str, str]]:
+    """The lower-case characters up to ``last`` whose case folding differs (ß, final sigma,
+    Cherokee, ...): those folded to one character, and the others. Every one is in the Basic
+    Multilingual Plane (a test scans all of Unicode: 2 s). Blocks are compared whole first, in
+    C; only the few that differ are read character by character."""
+    single: dict[str, str] = {}
+    multiple: dict[str, str] = {}
+    for start in range(0, last + 1, _BLOCK):
+        block = "".join(map(chr, range(start, min(start + _BLOCK, last + 1))))
+        if block.casefold() == block.lower():
+            continue
+        for character in block:
+            folded = character.casefold()
+            if character.lower() == character and folded != character:
+                (single if len(folded) == 1 else multiple)[character] = folded
+    return single, multiple
+
+
+_BLOCK = 4096  # code points
 
 
 # The tokenizer's words (``tokenizer._TOKEN``'s): word characters joined by single joiners. RE2

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from .db import column, first_row, has_table, numpy_batches, registered, registered_arrow
+from .db import first_row, has_table, numpy_batches, registered_arrow
 
 
 @dataclass(frozen=True)
@@ -213,9 +213,7 @@ def insert_word_forms(connection: duckdb.DuckDBPyConnection, forms: list[tuple[s
     if not forms:
         return
     words, word_terms = zip(*forms, strict=True)
-    with registered(
-        connection, "new_word_forms", {"word": column(words), "term": column(word_terms)}
-    ):
+    with registered_arrow(connection, "new_word_forms", {"word": words, "term": word_terms}):
         connection.execute(
             "INSERT INTO word_forms SELECT word, term FROM new_word_forms n"
             " WHERE NOT EXISTS (SELECT 1 FROM word_forms f WHERE f.word = n.word)"

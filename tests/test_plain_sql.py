@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from duckdb_vectors import VectorStore
 from duckdb_vectors.db import CONNECTION_CONFIG, OLDEST_DUCKDB
+from duckdb_vectors.plain_sql import case_folds
 from duckdb_vectors.schema import SCHEMA_VERSION
 from duckdb_vectors.terms import QUESTION_WORDS, index_terms, index_words, word_forms
 from duckdb_vectors.tokenizer import tokenize
@@ -270,3 +271,8 @@ def test_search_text_ranks_as_the_sdk_does(
         sql = sql_ranking(store, query, top_k)
     assert [chunk_id for chunk_id, _ in sql] == [chunk_id for chunk_id, _ in sdk]
     assert [score for _, score in sql] == pytest.approx([score for _, score in sdk], rel=1e-5)
+
+
+def test_every_character_case_folded_apart_from_its_lower_case_is_in_the_bmp() -> None:
+    """The macro folds case as Python does from a table of the Basic Multilingual Plane only."""
+    assert case_folds() == case_folds(0x10FFFF)
