@@ -26,6 +26,7 @@ from . import (
     compatibility,
     documents,
     inputs,
+    plain_sql,
     postings,
     remote,
     resources,
@@ -601,6 +602,8 @@ class VectorStore:
         counts = slices.count(self._connection, slice_keys)
         # A key no chunk carries any more (its slices were pruned or deleted) is forgotten.
         slice_keys = [key for key in slice_keys if any(key in c.metadata for c in counts)]
+        if slice_keys != (self.manifest.slice_keys if self.manifest else []):
+            plain_sql.create(self._connection, slice_keys)  # its view's slice column changes
         self.manifest = refreshed(
             self.manifest,
             backend=self.backend,
