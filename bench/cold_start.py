@@ -13,6 +13,7 @@ so a busy machine's load falls on all alike; medians are reported.
     git archive main | tar -x -C /tmp/base          # another version to compare
     python bench/cold_start.py --runs 9 --before /tmp/base
     python bench/cold_start.py --image my-docs-search --profile   # an image already baked
+    python bench/cold_start.py --image new-image --before-image old-image
 
 Images are baked from examples/docs with the static model (DUCKDB_VECTORS_MODEL_PATH) and
 removed afterwards unless --keep; `--image` reuses one instead. `--profile` also runs the
@@ -195,6 +196,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=DOCS, help="documents to bake")
     parser.add_argument("--before", type=Path, help="a source tree to bake and compare")
     parser.add_argument("--image", help="measure this image instead of baking this checkout")
+    parser.add_argument("--before-image", help="compare with this image instead of baking")
     parser.add_argument("--keep", action="store_true", help="keep the images baked here")
     parser.add_argument("--profile", action="store_true", help="also list the slowest imports")
     parser.add_argument("--out", type=Path, default=OUT / "cold_start.json")
@@ -202,7 +204,9 @@ def main() -> None:
 
     images: dict[str, str] = {}
     baked: list[str] = []
-    if arguments.before:
+    if arguments.before_image:
+        images["before"] = arguments.before_image
+    elif arguments.before:
         images["before"] = f"{TAG}-before"
         bake(arguments.before.resolve(), images["before"], arguments.docs)
         baked.append(images["before"])

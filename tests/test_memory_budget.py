@@ -4,6 +4,7 @@ memory while loading would be restarted, load again and be killed again."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,22 @@ def test_a_container_limit_is_its_room_left(
     assert resources.available_memory() == 200 << 20
     (tmp_path / "memory.max").write_text("max\n")
     assert resources.available_memory() > 300 << 20  # the machine's (it moves between reads)
+
+
+def test_a_cpu_quota_caps_the_cpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`docker run --cpus` is a quota: cgroup v2's cpu.max or v1's two files; no quota (or
+    "max") leaves the CPUs the process may run on."""
+    monkeypatch.setattr(resources, "_CGROUP_ROOT", tmp_path)
+    cpus = len(os.sched_getaffinity(0))
+    assert resources.available_cpus() == cpus
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert resources.available_cpus() == cpus
+    (tmp_path / "cpu.max").write_text("50000 100000\n")
+    assert resources.available_cpus() == 0.5
+    (tmp_path / "cpu.max").unlink()
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert resources.available_cpus() == cpus
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("100000\n")
+    assert resources.available_cpus() == min(cpus, 1.0)
