@@ -5,8 +5,11 @@ The gateway starts a container per tool call (`docker run -i --init --cpus 1 --m
 when the `initialize` answer arrives, and when the first `tools/call search` answer does
 (sent as soon as `initialize` is answered, as a client does). The baseline is an empty
 container of the same image on the same engine (`--entrypoint true`, spawn to exit), so the
-engine's own start-up can be subtracted. Runs alternate between the images and the baseline,
-so a busy machine's load falls on all alike; medians are reported.
+engine's own start-up can be subtracted. Where the engine runs on this machine, the CPU
+seconds the container had used by each answer are read from its cgroup too: on a busy machine
+wall times under a one-CPU quota swing by seconds, CPU time hardly. Runs alternate between
+the images and the baseline, so a busy machine's load falls on all alike; medians are
+reported.
 
     eval "$(bash docker/engine-env.sh ../shared)"
     python bench/cold_start.py --runs 9
@@ -24,6 +27,7 @@ Prints JSON and writes bench/out/cold_start.json.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -102,21 +106,24 @@ SEARCH = {
 
 
 def mcp_run(image: str, *command: str) -> dict[str, Any]:
-    """Seconds from spawn to the ``initialize`` answer and to the first search's answer
-    (``command``: an entrypoint and its arguments instead of the image's own); the stderr."""
+    """Seconds from spawn to the ``initialize`` answer and to the first search's answer, and
+    the CPU seconds the container had used by each (``command``: an entrypoint and its
+    arguments instead of the image's own); the stderr."""
     name = f"cold-start-{uuid.uuid4().hex[:8]}"
     entrypoint = ["--entrypoint", command[0], image, *command[1:]] if command else [image]
     # stderr to a file, not a pipe: -X importtime would fill a pipe nobody reads.
-    with tempfile.TemporaryFile() as stderr:
+    with tempfile.TemporaryDirectory() as work, (Path(work) / "stderr").open("w+b") as stderr:
+        cidfile = Path(work) / "cid"
         begin = time.perf_counter()
+        run = [*GATEWAY_RUN, "--rm", "--name", name, "--cidfile", str(cidfile), *entrypoint]
         server = subprocess.Popen(
-            ["docker", *GATEWAY_RUN, "--rm", "--name", name, *entrypoint],
+            ["docker", *run],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
         )
         try:
-            timings = converse(server, begin)
+            timings = converse(server, begin, cidfile)
             server.communicate(timeout=60)  # closes stdin: the server ends
         finally:
             if server.poll() is None:
@@ -126,19 +133,55 @@ def mcp_run(image: str, *command: str) -> dict[str, Any]:
         return {**timings, "stderr": stderr.read().decode()}
 
 
-def converse(server: subprocess.Popen, begin: float) -> dict[str, float]:
-    """Initialize, then search; seconds from ``begin`` to each answer."""
+def converse(server: subprocess.Popen, begin: float, cidfile: Path) -> dict[str, Any]:
+    """Initialize, then search; seconds from ``begin`` to each answer, and the container's
+    CPU seconds then."""
     assert server.stdin is not None and server.stdout is not None
     send(server.stdin, INITIALIZE)
     answer(server.stdout, 1)
     initialized = time.perf_counter() - begin
+    usage = cpu_usage_file(cidfile.read_text().strip())
+    initialized_cpu = cpu_seconds(usage)
     send(server.stdin, INITIALIZED)
     send(server.stdin, SEARCH)
     result = answer(server.stdout, 2)["result"]
     searched = time.perf_counter() - begin
+    searched_cpu = cpu_seconds(usage)
     if result.get("isError") or not result["structuredContent"]["results"]:
         raise RuntimeError(f"the search failed: {result['content'][0]['text']}")
-    return {"initialize_s": initialized, "first_search_s": searched}
+    return {
+        "initialize_s": initialized,
+        "first_search_s": searched,
+        "initialize_cpu_s": initialized_cpu,
+        "first_search_cpu_s": searched_cpu,
+    }
+
+
+# Where a container's CPU time is counted on the host (cgroup v1 of Podman or Docker, v2).
+CPU_USAGE_PATTERNS = (
+    "/sys/fs/cgroup/cpuacct/**/libpod-{id}/cpuacct.usage",
+    "/sys/fs/cgroup/cpuacct/docker/{id}/cpuacct.usage",
+    "/sys/fs/cgroup/**/*{id}*/cpu.stat",
+)
+
+
+def cpu_usage_file(container: str) -> Path | None:
+    """The host's file counting ``container``'s CPU time, if this process can read it (the
+    engine runs on this machine): unlike wall time, it does not grow with the machine's load."""
+    for pattern in CPU_USAGE_PATTERNS:
+        found = glob.glob(pattern.format(id=container), recursive=True)
+        if found:
+            return Path(found[0])
+    return None
+
+
+def cpu_seconds(usage: Path | None) -> float | None:
+    if usage is None:
+        return None
+    text = usage.read_text()
+    if usage.name == "cpu.stat":  # v2: "usage_usec N" among other lines
+        return int(text.split("usage_usec")[1].split()[0]) / 1e6
+    return int(text) / 1e9
 
 
 def empty_run(image: str) -> float:
@@ -175,11 +218,17 @@ def load_average() -> list[float]:
     return [round(value, 2) for value in os.getloadavg()]
 
 
-def summary(runs: list[dict[str, float]], empty: list[float]) -> dict[str, Any]:
+def summary(runs: list[dict[str, Any]], empty: list[float]) -> dict[str, Any]:
     baseline = statistics.median(empty)
     initialize = statistics.median(run["initialize_s"] for run in runs)
     search = statistics.median(run["first_search_s"] for run in runs)
+    cpu = {
+        f"{key}_cpu_s": round(statistics.median(run[f"{key}_cpu_s"] for run in runs), 3)
+        for key in ("initialize", "first_search")
+        if all(run[f"{key}_cpu_s"] is not None for run in runs)
+    }
     return {
+        **cpu,
         "empty_container_s": round(baseline, 3),
         "initialize_s": round(initialize, 3),
         "first_search_s": round(search, 3),
@@ -221,13 +270,13 @@ def main() -> None:
         for image in images.values():  # a first run of each, not counted: page cache, layers
             mcp_run(image)
             empty_run(image)
-        runs: dict[str, list[dict[str, float]]] = {label: [] for label in images}
+        runs: dict[str, list[dict[str, Any]]] = {label: [] for label in images}
         empty: dict[str, list[float]] = {label: [] for label in images}
         for _ in range(arguments.runs):
             for label, image in images.items():
                 empty[label].append(empty_run(image))
                 run = mcp_run(image)
-                runs[label].append({key: run[key] for key in ("initialize_s", "first_search_s")})
+                runs[label].append({key: value for key, value in run.items() if key != "stderr"})
         results["load_average_after"] = load_average()
         for label, image in images.items():
             results[label] = {"image": image, **summary(runs[label], empty[label])}
