@@ -16,11 +16,13 @@ reported.
     git archive main | tar -x -C /tmp/base          # another version to compare
     python bench/cold_start.py --runs 9 --before /tmp/base
     python bench/cold_start.py --image my-docs-search --profile   # an image already baked
-    python bench/cold_start.py --image new-image --before-image old-image
+    python bench/cold_start.py --image new-image --before-image old-image --floor
 
 Images are baked from examples/docs with the static model (DUCKDB_VECTORS_MODEL_PATH) and
 removed afterwards unless --keep; `--image` reuses one instead. `--profile` also runs the
-server once under `python -X importtime` inside the container and lists the slowest imports.
+server once under `python -X importtime` inside the container and lists the slowest imports;
+`--floor` also times a server of the SDK alone (one trivial tool) with the image's Python and
+packages: what no server built on the official SDK can go below.
 Prints JSON and writes bench/out/cold_start.json.
 """
 
@@ -214,6 +216,24 @@ def importtime(image: str, top: int = 25) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: -row["cumulative_us"])[:top]
 
 
+# The floor under any server built on the official SDK: MCPServer with one trivial tool,
+# run with the image's Python and packages (--floor).
+SDK_ONLY_SERVER = """
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer(name="floor")
+
+
+@server.tool()
+def search(query: str, top_k: int = 5) -> dict[str, list]:
+    return {"results": [query]}
+
+
+anyio.run(server.run_stdio_async)
+"""
+
+
 def load_average() -> list[float]:
     return [round(value, 2) for value in os.getloadavg()]
 
@@ -248,6 +268,9 @@ def main() -> None:
     parser.add_argument("--before-image", help="compare with this image instead of baking")
     parser.add_argument("--keep", action="store_true", help="keep the images baked here")
     parser.add_argument("--profile", action="store_true", help="also list the slowest imports")
+    parser.add_argument(
+        "--floor", action="store_true", help="also time an SDK-only server in the same image"
+    )
     parser.add_argument("--out", type=Path, default=OUT / "cold_start.json")
     arguments = parser.parse_args()
 
@@ -267,17 +290,25 @@ def main() -> None:
         baked.append(TAG)
     try:
         results: dict[str, Any] = {"load_average_before": load_average()}
-        for image in images.values():  # a first run of each, not counted: page cache, layers
-            mcp_run(image)
-            empty_run(image)
-        runs: dict[str, list[dict[str, Any]]] = {label: [] for label in images}
-        empty: dict[str, list[float]] = {label: [] for label in images}
+        servers = {label: (image,) for label, image in images.items()}
+        if arguments.floor:
+            servers["sdk_only"] = (images["after"], "python", "-c", SDK_ONLY_SERVER)
+        for server in servers.values():  # a first run of each, not counted: page cache, layers
+            mcp_run(*server)
+            empty_run(server[0])
+        runs: dict[str, list[dict[str, Any]]] = {label: [] for label in servers}
+        empty: dict[str, list[float]] = {label: [] for label in servers}
         for _ in range(arguments.runs):
-            for label, image in images.items():
-                empty[label].append(empty_run(image))
-                run = mcp_run(image)
+            for label, server in servers.items():
+                empty[label].append(empty_run(server[0]))
+                run = mcp_run(*server)
                 runs[label].append({key: value for key, value in run.items() if key != "stderr"})
         results["load_average_after"] = load_average()
+        if arguments.floor:
+            results["sdk_only"] = {
+                "image": images["after"],
+                **summary(runs.pop("sdk_only"), empty.pop("sdk_only")),
+            }
         for label, image in images.items():
             results[label] = {"image": image, **summary(runs[label], empty[label])}
             if arguments.profile:
