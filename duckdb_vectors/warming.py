@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from .resources import available_cpus
+from .resources import available_cpus, cap_blas_threads
 from .store import VectorStore
 
 
@@ -47,6 +47,7 @@ class BackgroundWarmUp:
 
     def _run(self) -> None:
         try:
+            cap_blas_threads()
             self.store.warm_up()
         except BaseException as error:  # reported to whoever waits for the load
             self.error = error

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 from conftest import DEFAULT_BACKEND, INTRO_TEXTS, STATIC_MODEL
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from duckdb_vectors import VectorStore, resources
+from duckdb_vectors.warming import BackgroundWarmUp
 
 QUERIES = ["what is an embedded database", "install the python package", "zzz no such words"]
 
@@ -76,6 +78,24 @@ def test_a_container_limit_is_its_room_left(
     assert resources.available_memory() == 200 << 20
     (tmp_path / "memory.max").write_text("max\n")
     assert resources.available_memory() > 300 << 20  # the machine's (it moves between reads)
+
+
+def test_a_server_under_a_cpu_quota_runs_one_blas_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--cpus 1`: the warm-up caps numpy's BLAS at one thread, however many cores it sees."""
+    with VectorStore(tmp_path / "x.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(INTRO_TEXTS)
+    monkeypatch.setattr(resources, "_CGROUP_ROOT", tmp_path)
+    (tmp_path / "cpu.max").write_text("100000 100000\n")
+    before = threadpool_info()
+    try:
+        with VectorStore(tmp_path / "x.duckdb", read_only=True, model_path=STATIC_MODEL) as store:
+            assert BackgroundWarmUp(store).wait() is None
+        blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+        assert blas == {1}
+    finally:
+        threadpool_limits(limits=before)
 
 
 def test_a_cpu_quota_caps_the_cpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
