@@ -26,12 +26,14 @@ from .config import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MCP_HOST,
     DEFAULT_MCP_PORT,
+    Quantization,
     Settings,
+    is_url,
+    parse_duration,
 )
 from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError, SliceError
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
-from .manifest import Quantization
 from .rendering import (
     MIN_MAX_TOKENS,
     SearchOutput,
@@ -60,7 +62,7 @@ class IndexLocation(click.ParamType):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> Path | str:
-        return value if remote.is_url(value) else self._path.convert(value, param, ctx)
+        return value if is_url(value) else self._path.convert(value, param, ctx)
 
 
 def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -78,7 +80,7 @@ def max_age_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
     def as_seconds(_: click.Context, __: click.Parameter, text: str | None) -> float | None:
         try:
-            return None if text is None else remote.parse_duration(text)
+            return None if text is None else parse_duration(text)
         except ValueError as error:
             raise click.BadParameter(str(error)) from None
 
@@ -385,7 +387,7 @@ def pull(url: str, max_age: float | None, as_json: bool) -> None:
     """Fetch a published index (or refresh its cached copy) and print where the copy is.
 
     Without --max-age the server is always asked (a 304 downloads nothing)."""
-    if not remote.is_url(url):
+    if not is_url(url):
         raise click.BadParameter(f"{url} is not an http(s):// URL", param_hint="URL")
     settings = Settings.resolve()
     pulled = remote.pull(url, settings.cache_dir, 0.0 if max_age is None else max_age)
@@ -862,7 +864,7 @@ def skill(
             check_name(name)
         except SkillError as error:
             raise click.BadParameter(str(error), param_hint="--name") from None
-    if url is not None and not remote.is_url(url):
+    if url is not None and not is_url(url):
         raise click.BadParameter(
             f"{url} is not an http(s):// URL: publish the index file first"
             " (docs/publishing.md), or bake it and pass --image",

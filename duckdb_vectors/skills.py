@@ -26,9 +26,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from .config import DEFAULT_MAX_AGE, describe_age, is_url
 from .errors import DuckDBVectorsError
 from .manifest import Manifest, package_version
-from .remote import DEFAULT_MAX_AGE, describe_age, is_url
 from .slices import SliceCount
 
 if TYPE_CHECKING:

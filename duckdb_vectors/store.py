@@ -37,7 +37,9 @@ from .config import (
     STATIC_LEXICAL_WEIGHT,
     TRANSFORMER_LEXICAL_WEIGHT,
     FusionSettings,
+    Quantization,
     Settings,
+    is_url,
 )
 from .db import (
     Transaction,
@@ -50,7 +52,7 @@ from .db import (
 from .embedders import Embedder, get_embedder
 from .errors import NotAnIndexError, ReadOnlyError
 from .inputs import MAX_RESULTS
-from .manifest import Manifest, Quantization, read_manifest, refreshed, write_manifest
+from .manifest import Manifest, read_manifest, refreshed, write_manifest
 from .memory_index import MemoryIndex, estimated_bytes
 from .models import Chunk, IndexReport, PublishedSource, SearchResults, VectorPage
 from .ranking_sql import execute_user_sql, validate_fragment
@@ -169,7 +171,7 @@ class VectorStore:
     @staticmethod
     def _local_file(settings: Settings) -> tuple[str | None, Path]:
         """The published index's URL (None for a local file) and the file to open."""
-        if not remote.is_url(settings.db_path):
+        if not is_url(settings.db_path):
             return None, Path(settings.db_path)
         url = str(settings.db_path)
         if "read_only" in settings.model_fields_set and not settings.read_only:

@@ -8,6 +8,7 @@ import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
 from duckdb_vectors import InvalidSettingError, ReadOnlyError, Settings, VectorStore
+from duckdb_vectors.config import describe_age, parse_duration
 
 
 def test_defaults() -> None:
@@ -77,3 +78,18 @@ def test_a_bad_setting_in_the_environment_is_one_line_naming_the_variable(
 def test_a_bad_argument_names_the_argument(tmp_path: Path) -> None:
     with pytest.raises(InvalidSettingError, match=r"^max_age='soon' is not valid"):
         VectorStore(tmp_path / "x.duckdb", max_age="soon")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90), ("90s", 90), ("15m", 900), ("6h", 21600), ("2d", 172800)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(None, "an unknown time"), (40, "40s"), (720, "12.0m"), (5400, "1.5h"), (172800, "2.0d")],
+)
+def test_ages_are_described_in_the_units_durations_take(seconds: float | None, text: str) -> None:
+    assert describe_age(seconds) == text

@@ -31,7 +31,7 @@ from duckdb_vectors.chunkers.markdown import split_front_matter
 from duckdb_vectors.config import FusionSettings
 from duckdb_vectors.filters import compile_filter
 from duckdb_vectors.memory_index import kth_largest
-from duckdb_vectors.search import TIE_TOLERANCE, Ranking, fuse
+from duckdb_vectors.ranking import TIE_TOLERANCE, Ranking, fuse
 from duckdb_vectors.terms import all_terms, index_terms
 from duckdb_vectors.tokenizer import tokenize
 

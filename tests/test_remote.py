@@ -285,13 +285,6 @@ def test_report_on_a_url_shows_the_source_the_copy_and_its_age(
     assert 0 <= published["age_seconds"] < 60
 
 
-@pytest.mark.parametrize(
-    ("text", "seconds"), [("90", 90), ("90s", 90), ("15m", 900), ("6h", 21600), ("2d", 172800)]
-)
-def test_durations(text: str, seconds: float) -> None:
-    assert remote.parse_duration(text) == seconds
-
-
 def test_a_bad_max_age_is_a_usage_error(site: IndexServer) -> None:
     result = run_cli("search", "x", "--db", site.url("docs.duckdb"), "--max-age", "soon")
     assert result.exit_code == 2

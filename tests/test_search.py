@@ -20,7 +20,8 @@ from duckdb_vectors import (
 )
 from duckdb_vectors.db import SCAN_MEMORY_LIMIT, scalar
 from duckdb_vectors.memory_index import MemoryIndex
-from duckdb_vectors.search import BM25_B, BM25_K1, Ranking, Scope, SqlSearcher, fuse
+from duckdb_vectors.ranking import BM25_B, BM25_K1, Ranking, fuse
+from duckdb_vectors.search import Scope, SqlSearcher
 from duckdb_vectors.terms import index_terms, query_terms
 from duckdb_vectors.tokenizer import tokenize
 
