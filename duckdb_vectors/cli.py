@@ -31,7 +31,13 @@ from .config import (
     is_url,
     parse_duration,
 )
-from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError, SliceError
+from .errors import (
+    DuckDBVectorsError,
+    InvalidFilterError,
+    InvalidRankingSQLError,
+    SkillError,
+    SliceError,
+)
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
 from .rendering import (
@@ -855,7 +861,7 @@ def skill(
     """Write an Agent Skill (NAME/SKILL.md) that tells an agent with a shell how to search a
     published index or a baked image: when to use it, the commands, how to cite, what to do
     offline. Loads no model."""
-    from .skills import SkillError, SkillOptions, check_name, image_skill, url_skill, write_skill
+    from .skills import SkillOptions, check_name, image_skill, url_skill, write_skill
 
     if (url is None) == (image is None):
         raise click.UsageError("pass --db URL or --image IMAGE (one of them)")

@@ -28,7 +28,7 @@ import duckdb
 
 from .config import DEFAULT_MAX_AGE, describe_age
 from .db import connect
-from .errors import DuckDBVectorsError, NotAnIndexError
+from .errors import NotAnIndexError, RemoteIndexError
 from .manifest import read_manifest
 from .schema import check_readable
 
@@ -40,10 +40,6 @@ log = logging.getLogger(__name__)
 LOCK_TIMEOUT = 600.0  # seconds another process's download may hold the lock
 HTTP_TIMEOUT = 30.0  # seconds a read may stall
 CONNECT_TIMEOUT = 10.0
-
-
-class RemoteIndexError(DuckDBVectorsError):
-    """A published index that cannot be fetched (and has no cached copy), or is refused."""
 
 
 def default_cache_dir() -> Path:

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from .config import DEFAULT_MAX_AGE, describe_age, is_url
-from .errors import DuckDBVectorsError
+from .errors import SkillError
 from .manifest import Manifest, package_version
 from .slices import SliceCount
 
@@ -49,10 +49,6 @@ PLACEHOLDER_SOURCE = "SOURCE"
 PLACEHOLDER_CHUNK = "CHUNK_ID"
 
 Kind = Literal["url", "image"]
-
-
-class SkillError(DuckDBVectorsError, ValueError):
-    """A skill that cannot be written as asked: a bad name, or nothing to describe."""
 
 
 def check_name(name: str) -> str:

@@ -12,7 +12,8 @@ from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
 
 from duckdb_vectors import VectorStore, index_folder
 from duckdb_vectors.cli import cli
-from duckdb_vectors.fetching import UnknownIdError, fetch
+from duckdb_vectors.errors import UnknownIdError
+from duckdb_vectors.fetching import fetch
 
 EXAMPLE_DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 PAPER = EVALDATA / "pdfs" / "text" / "CIDR2020-raasveldt-muehleisen-duckdb.pdf"

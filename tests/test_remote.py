@@ -19,7 +19,7 @@ from conftest import DEFAULT_BACKEND, INTRO_TEXTS, SCRIPT, STATIC_MODEL, run_cli
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import ReadOnlyError, VectorStore, remote
-from duckdb_vectors.remote import RemoteIndexError
+from duckdb_vectors.errors import RemoteIndexError
 
 
 class IndexServer:
