@@ -32,6 +32,7 @@ from .config import (
     parse_duration,
 )
 from .errors import (
+    BuildError,
     DuckDBVectorsError,
     InvalidFilterError,
     InvalidRankingSQLError,
@@ -762,7 +763,6 @@ def bake(
 ) -> None:
     """Bake the documents in DOCS into a verified index image: build, label, check, tag."""
     from .container.bake import bake as bake_image
-    from .container.engine import BuildError
     from .container.labels import user_labels
 
     try:
