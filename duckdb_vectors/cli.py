@@ -690,15 +690,20 @@ def mcp(
     """Serve search, fetch and report to agents (Model Context Protocol)."""
     from .warming import BackgroundWarmUp
 
-    settings = Settings.resolve(read_only=read_only, auth_token=auth_token)
-    # A server is read-only unless told otherwise, by the flag or DUCKDB_VECTORS_READ_ONLY,
-    # which is parsed by the same rule as everywhere else.
-    read_only = settings.read_only if "read_only" in settings.model_fields_set else True
+    settings = Settings.resolve(
+        db_path=db_path,
+        backend=backend,
+        model_path=model_path,
+        read_only=read_only,
+        max_age=max_age,
+        auth_token=auth_token,
+    )
+    # A server is read-only unless told otherwise, by the flag or DUCKDB_VECTORS_READ_ONLY.
+    if "read_only" not in settings.model_fields_set:
+        settings = settings.model_copy(update={"read_only": True})
     # The index file is opened first, so a bad path fails at once, and its load starts before
     # the MCP SDK is imported: the import (about a second) then overlaps the load.
-    with VectorStore(
-        db_path, backend, model_path=model_path, read_only=read_only, max_age=max_age
-    ) as store:
+    with VectorStore.from_settings(settings) as store:
         warm_up = BackgroundWarmUp(store).start()
         from .mcp_http import HttpOptions
         from .mcp_server import serve
@@ -878,8 +883,7 @@ def skill(
         )
     options = SkillOptions(name=name, about=about, example_query=example_query)
     if url is not None:
-        settings = Settings.resolve()
-        made = url_skill(url, options, cache_dir=settings.cache_dir, max_age=max_age)
+        made = url_skill(url, options, max_age=max_age)
     else:
         made = image_skill(image or "", options)
     if to_stdout:

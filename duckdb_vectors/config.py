@@ -35,10 +35,8 @@ def is_url(value: object) -> bool:
     return isinstance(value, str) and value.lower().startswith(URL_SCHEMES)
 
 
-def parse_duration(text: str | float) -> float:
+def parse_duration(text: str) -> float:
     """Seconds from ``90``, ``90s``, ``15m``, ``6h`` or ``2d``."""
-    if isinstance(text, int | float):
-        return float(text)
     found = _DURATION.fullmatch(text)
     if not found:
         raise ValueError(f"{text!r} is not a duration: give seconds, or a number with s/m/h/d")
@@ -164,7 +162,9 @@ class Settings(BaseSettings):
     @field_validator("max_age", mode="before")
     @classmethod
     def _duration(cls, value: object) -> object:
-        return parse_duration(value) if isinstance(value, str | int | float) else value
+        # Text (the environment, or an SDK argument such as "6h"); a number is seconds already,
+        # as the CLI's --max-age hands it over, parsed once by the same function.
+        return parse_duration(value) if isinstance(value, str) else value
 
     @classmethod
     def resolve(cls, **given: Any) -> Settings:

@@ -158,7 +158,6 @@ def url_skill(
     url: str,
     options: SkillOptions,
     *,
-    cache_dir: Path | None = None,
     max_age: float | None = None,
 ) -> Skill:
     """The skill for the index published at ``url``, described by its report (the index is
@@ -170,9 +169,7 @@ def url_skill(
             f"{url} is not the http(s):// URL of a published index: publish the file first"
             " (docs/publishing.md)"
         )
-    with VectorStore(
-        url, read_only=True, memory_index=False, cache_dir=cache_dir, max_age=max_age
-    ) as store:
+    with VectorStore(url, read_only=True, memory_index=False, max_age=max_age) as store:
         facts = IndexFacts.from_store(store)
     return render_skill(SkillTarget("url", url), facts, options)
 

@@ -136,8 +136,19 @@ class VectorStore:
             "fusion": fusion,
             "max_age": max_age,
         }
-        self.settings = Settings.resolve(**given)
-        self.source_url, self.db_path = self._local_file(self.settings)
+        self._open(Settings.resolve(**given), embedder)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> VectorStore:
+        """A store on settings resolved already: an entry point that reads settings of its own
+        (the MCP server's read-only default and token) resolves them all once, here included."""
+        store = cls.__new__(cls)
+        store._open(settings, embedder)
+        return store
+
+    def _open(self, settings: Settings, embedder: Embedder | None) -> None:
+        self.settings = settings
+        self.source_url, self.db_path = self._local_file(settings)
         self.read_only = self.settings.read_only or self.source_url is not None
         self._lock = threading.RLock()
         # A file this store creates is removed again on close if nothing was ever committed

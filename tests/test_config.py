@@ -93,3 +93,16 @@ def test_durations(text: str, seconds: float) -> None:
 )
 def test_ages_are_described_in_the_units_durations_take(seconds: float | None, text: str) -> None:
     assert describe_age(seconds) == text
+
+
+def test_a_store_opens_on_settings_resolved_once(monkeypatch, tmp_path: Path) -> None:
+    """What an entry point resolved itself (the MCP server) opens the store as given."""
+    monkeypatch.setenv("DUCKDB_VECTORS_MODEL_PATH", str(STATIC_MODEL))
+    path = tmp_path / "resolved.duckdb"
+    settings = Settings.resolve(db_path=path, backend=DEFAULT_BACKEND, memory_index=False)
+    with VectorStore.from_settings(settings) as store:
+        store.add_texts(["opened from settings"])
+        assert store.settings is settings and store.read_only is False
+    read_only = settings.model_copy(update={"read_only": True})
+    with VectorStore.from_settings(read_only) as store, pytest.raises(ReadOnlyError):
+        store.add_texts(["refused"])
