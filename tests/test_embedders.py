@@ -79,6 +79,7 @@ def test_a_transformer_embeds_long_chunks_in_bounded_memory() -> None:
     assert int(completed.stdout.split()[-1]) < 3000  # MB the embedding added to peak RSS
 
 
+@pytest.mark.slow
 def test_hf_options_are_part_of_the_spec() -> None:
     embedder = get_embedder(
         "hf:sentence-transformers/all-MiniLM-L6-v2?pooling=cls", model_path=ONNX_MODEL
@@ -196,6 +197,7 @@ class StubAnyJson:
         return f"<titan request for {self.dimensions} dimensions>"
 
 
+@pytest.mark.slow
 def test_bedrock_titan_request_and_response_through_botocore() -> None:
     embedder, stubber = stubbed_bedrock([[0.1] * 256, [0.2] * 256])
     vectors = embedder.embed(["first", "second"])

@@ -32,6 +32,7 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_pdf_reads_in_page_order_with_page_markers(docs: Path) -> None:
     with VectorStore(docs, read_only=True) as store:
         fetched = fetch(store, "paper.pdf")

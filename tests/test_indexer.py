@@ -74,6 +74,7 @@ def test_the_duckdb_documentation_folder(tmp_path: Path) -> None:
         assert store.manifest.content_hash == store.manifest.content_hash
 
 
+@pytest.mark.slow
 def test_pdfs_are_indexed_and_unindexable_ones_reported(tmp_path: Path) -> None:
     folder = tmp_path / "pdfs"
     shutil.copytree(PDFS, folder)

@@ -44,6 +44,7 @@ def test_manifest_is_read_without_loading_a_model(db_path: Path, tmp_path: Path)
         assert store.count() == 1 and store.sources() == {"": 1}
 
 
+@pytest.mark.slow
 def test_content_hash_depends_on_content_not_on_order_or_time(tmp_path: Path) -> None:
     with build(tmp_path / "a.duckdb", ["x", "y"]) as first:
         first_hash = first.manifest.content_hash
@@ -177,6 +178,7 @@ def as_written_by_version_2(db_path: Path, *, written: bool = True) -> None:
             connection.execute("DELETE FROM manifest")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("memory_index", [True, False])
 def test_an_index_of_schema_version_2_is_searched_read_only_without_migrating(
     db_path: Path, memory_index: bool

@@ -92,6 +92,7 @@ def test_initialize_and_list_tools(index: Path) -> None:
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flags", "ttl_ms"),
     [([], IMMUTABLE_TTL_MS), (["--read-write"], 0)],
@@ -159,6 +160,7 @@ def test_search_returns_structured_content_and_readable_text(index: Path) -> Non
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_report_tool(index: Path) -> None:
     async def scenario() -> None:
         async with session(server(index)) as client:
@@ -172,6 +174,7 @@ def test_report_tool(index: Path) -> None:
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -203,6 +206,7 @@ def test_bad_arguments_are_one_sentence_and_the_server_keeps_running(index, argu
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_concurrent_calls_and_two_servers_on_one_file(index: Path) -> None:
     expected = ["errors", "retries", "db"]
     answers: list[list[str]] = []
@@ -230,6 +234,7 @@ def test_concurrent_calls_and_two_servers_on_one_file(index: Path) -> None:
     assert len(answers) == 12 and all(answer == expected for answer in answers)
 
 
+@pytest.mark.slow
 def test_read_only_from_the_environment_follows_the_settings_rule(index: Path) -> None:
     """DUCKDB_VECTORS_READ_ONLY=on means read-only for `mcp` as for every other entry point,
     so two servers share the file (read-write, the second would find it locked)."""
@@ -254,6 +259,7 @@ def test_read_only_from_the_environment_follows_the_settings_rule(index: Path) -
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_a_missing_model_is_a_tool_error_not_a_crash(index: Path, tmp_path: Path) -> None:
     async def scenario() -> None:
         parameters = server(index, DUCKDB_VECTORS_MODEL_PATH=str(tmp_path / "no-model"))
@@ -266,6 +272,7 @@ def test_a_missing_model_is_a_tool_error_not_a_crash(index: Path, tmp_path: Path
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_stdout_carries_only_json_rpc(index: Path) -> None:
     messages = [
         {
@@ -335,6 +342,7 @@ def docs_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_search_hits_carry_a_uri_and_a_url_and_one_per_source_keeps_documents_distinct(
     docs_index: Path,
 ) -> None:
@@ -364,6 +372,7 @@ def test_search_hits_carry_a_uri_and_a_url_and_one_per_source_keeps_documents_di
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_max_tokens_cuts_at_a_hit_and_names_what_it_left_out(docs_index: Path) -> None:
     async def scenario() -> None:
         async with session(server(docs_index)) as client:
@@ -382,6 +391,7 @@ def test_max_tokens_cuts_at_a_hit_and_names_what_it_left_out(docs_index: Path) -
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_fetch_a_document_a_chunk_in_context_and_page_through(docs_index: Path) -> None:
     async def scenario() -> None:
         async with session(server(docs_index)) as client:
@@ -421,6 +431,7 @@ def test_fetch_a_document_a_chunk_in_context_and_page_through(docs_index: Path) 
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_documents_and_the_report_are_resources(docs_index: Path) -> None:
     async def scenario() -> None:
         async with session(server(docs_index)) as client:
@@ -441,6 +452,7 @@ def test_documents_and_the_report_are_resources(docs_index: Path) -> None:
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_resources_list_is_paginated(tmp_path: Path) -> None:
     path = tmp_path / "many.duckdb"
     with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
@@ -480,6 +492,7 @@ main()
 """
 
 
+@pytest.mark.slow
 def test_the_index_starts_loading_before_the_mcp_sdk_is_imported(index: Path) -> None:
     """The SDK's import (about a second) overlaps the load, so a spawned server is ready to
     search sooner; the server still answers (here: stdin closes at once, and it exits)."""

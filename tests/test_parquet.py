@@ -108,6 +108,7 @@ def test_a_glob_reads_every_matching_file(tmp_path: Path, parquet_store: VectorS
     assert (summary.files, summary.chunks_added) == (2, 4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("columns", "message"),
     [

@@ -89,6 +89,7 @@ def top_ids(store: VectorStore, questions: tuple[list[str], np.ndarray], **optio
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "options",
     [
@@ -110,6 +111,7 @@ def test_int8_search_finds_what_exact_search_finds(
         assert all(hit.startswith("sql/") for hits in found for hit in hits)
 
 
+@pytest.mark.slow
 def test_the_vectors_held_in_memory_take_a_quarter_of_the_bytes(
     opened: tuple[VectorStore, VectorStore],
 ) -> None:
@@ -245,6 +247,7 @@ def as_written_by_version_4(db_path: Path) -> None:
         connection.execute("DROP TABLE vector_codes")
 
 
+@pytest.mark.slow
 def test_an_index_of_schema_version_4_is_searched_read_only_and_quantized_once_migrated(
     db_path: Path,
 ) -> None:

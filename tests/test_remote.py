@@ -240,6 +240,7 @@ def test_a_url_is_never_opened_read_write(site: IndexServer, cache: Path) -> Non
     assert "published index: it opens read-only" in result.stderr
 
 
+@pytest.mark.slow
 def test_two_processes_pulling_at_once_share_one_download(site: IndexServer, cache: Path) -> None:
     url = site.url("docs.duckdb")
     env = {"DUCKDB_VECTORS_CACHE_DIR": str(cache), "PATH": str(Path(SCRIPT).parent)}
@@ -291,6 +292,7 @@ def test_a_bad_max_age_is_a_usage_error(site: IndexServer) -> None:
     assert "'soon' is not a duration" in result.stderr
 
 
+@pytest.mark.slow
 def test_an_mcp_server_serves_a_published_index(site: IndexServer, cache: Path) -> None:
     url = site.url("docs.duckdb")
     environment = {

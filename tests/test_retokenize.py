@@ -159,6 +159,7 @@ def test_chunks_are_re_tokenized_a_batch_at_a_time(
     assert lexical_index(old_index) == fresh_lexical_index
 
 
+@pytest.mark.slow
 def test_the_upgrade_command_re_tokenizes(old_index: Path, fresh_lexical_index: tuple) -> None:
     result = subprocess.run(
         [SCRIPT, "upgrade", "--db", str(old_index)], capture_output=True, text=True, timeout=120
@@ -172,6 +173,7 @@ def test_the_upgrade_command_re_tokenizes(old_index: Path, fresh_lexical_index: 
     assert again.returncode == 0 and lexical_index(old_index) == fresh_lexical_index
 
 
+@pytest.mark.slow
 def test_the_upgrade_command_on_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     missing = tmp_path / "missing.duckdb"
     result = subprocess.run(

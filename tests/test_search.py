@@ -63,6 +63,7 @@ def searchers(store: VectorStore) -> tuple[MemoryIndex, SqlSearcher]:
     return memory, SqlSearcher(store.connection, 256)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "scope",
     [
@@ -328,6 +329,7 @@ def test_the_readme_ranking_sql_examples(store: VectorStore) -> None:
     assert recent_first[-1].chunk.chunk_id == "old-en"  # six years old: decayed to the bottom
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("resident_rows", [True, False])
 @pytest.mark.parametrize("keys", ["consecutive", "by table", "by search"])
 def test_a_snapshot_ranks_like_sql_whatever_order_keys_and_rows_are_in(
@@ -370,6 +372,7 @@ def test_a_snapshot_ranks_like_sql_whatever_order_keys_and_rows_are_in(
     store.close()
 
 
+@pytest.mark.slow
 def test_a_sql_vector_ranking_leaves_duckdbs_cache_small(tmp_path: Path) -> None:
     """A one-shot search reads every vector once: DuckDB's buffer pool stays at the scan limit
     (it kept all of them, 1.1 GB at 1M chunks, and answered slower), and its setting returns."""

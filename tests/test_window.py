@@ -27,6 +27,7 @@ def test_a_model_says_how_many_of_its_windows_a_text_fills(backend: str, model: 
     assert embedder.windows([CODES * 4])[0] > 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
 def test_the_index_summary_counts_chunks_past_the_window_and_keeps_them_whole(
     tmp_path: Path, as_json: bool
