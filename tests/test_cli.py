@@ -315,6 +315,7 @@ def test_a_model_that_cannot_be_loaded_is_one_line(indexed: Path, tmp_path: Path
     assert "DUCKDB_VECTORS_MODEL_PATH" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_locked_index_is_a_clear_error(indexed: Path) -> None:
     writer = VectorStore(indexed, model_path=STATIC_MODEL)  # holds the write lock
     try:

@@ -318,6 +318,7 @@ def test_stdout_carries_only_json_rpc(index: Path) -> None:
     assert replies[3]["result"]["isError"] is True
 
 
+@pytest.mark.slow
 def test_a_missing_index_fails_at_start_with_one_line(tmp_path: Path) -> None:
     completed = subprocess.run(
         [SCRIPT, "mcp", "--db", str(tmp_path / "missing.duckdb")],

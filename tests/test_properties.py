@@ -600,6 +600,7 @@ def _effective(ranking: Ranking, keys: list[int], side: str) -> list[float]:
     return [scores.get(key, outside) for key in keys]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     vector=rankings(),
@@ -662,6 +663,7 @@ def test_relative_with_one_weight_at_zero_orders_by_the_other_signal(vector, lex
         assert fused == [key for _, key in sorted(zip((-s for s in effective), fused, strict=True))]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(vector=rankings(), lexical=rankings(positive=True))
 def test_rrf_at_half_weight_is_symmetric_in_the_two_signals(vector, lexical) -> None:
@@ -715,6 +717,7 @@ def test_fusing_with_an_empty_signal_keeps_the_other_order(vector, lexical, meth
         assert ordered == sorted(ordered, reverse=True)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(text=st.text(st.characters(max_codepoint=127)))
 @example(text="v2.0 covid-19 O'Neil a..b -x- _id_ ABC")

@@ -123,6 +123,7 @@ def test_the_vectors_held_in_memory_take_a_quarter_of_the_bytes(
     assert quantized._memory.vectors.nbytes / held == pytest.approx(0.254, abs=0.001)
 
 
+@pytest.mark.slow
 def test_the_manifest_records_it_and_later_opens_keep_it(db_path: Path) -> None:
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL, quantize="int8") as store:
         store.add_texts(["ducks swim on the pond", "geese fly south"], ids=["a", "b"])
@@ -205,6 +206,7 @@ def test_the_cli_converts_with_upgrade(tmp_path: Path) -> None:
     assert result.stdout.strip().endswith("quantization int8")
 
 
+@pytest.mark.slow
 def test_parquet_import_writes_codes(tmp_path: Path) -> None:
     vectors = np.random.default_rng(5).normal(size=(50, 256)).astype(np.float32)
     parquet = tmp_path / "rows.parquet"
@@ -266,6 +268,7 @@ def test_an_index_of_schema_version_4_is_searched_read_only_and_quantized_once_m
         ]
 
 
+@pytest.mark.slow
 def test_codes_that_do_not_match_the_chunks_are_one_clear_error(db_path: Path) -> None:
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL, quantize="int8") as store:
         store.add_texts(["one", "two"])

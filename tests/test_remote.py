@@ -127,6 +127,7 @@ def leftovers(cache: Path) -> list[str]:
     return sorted(p.name for p in (cache / "indexes").glob(".*"))
 
 
+@pytest.mark.slow
 def test_first_open_downloads_and_later_opens_reuse_the_copy(
     site: IndexServer, cache: Path
 ) -> None:

@@ -99,6 +99,7 @@ def fresh_lexical_index(tmp_path: Path) -> tuple[set[tuple[str, str, int]], set[
     return lexical_index(tmp_path / "fresh.duckdb")
 
 
+@pytest.mark.slow
 def test_the_simulated_old_index_differs_where_exact_v2_splits_anew(
     old_index: Path, fresh_lexical_index: tuple
 ) -> None:
@@ -119,6 +120,7 @@ def test_a_read_only_open_is_refused_with_the_command_that_re_tokenizes(old_inde
     assert sha256(old_index) == before
 
 
+@pytest.mark.slow
 def test_a_read_write_open_re_tokenizes_in_place(
     old_index: Path, fresh_lexical_index: tuple
 ) -> None:

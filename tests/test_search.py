@@ -95,6 +95,7 @@ def test_vector_ranking_is_exact_brute_force(scifact_store: VectorStore) -> None
     assert [hit.chunk.chunk_id for hit in hits] == expected
 
 
+@pytest.mark.slow
 def test_bm25_scores_agree_with_bm25s_on_the_same_tokens(scifact_store: VectorStore) -> None:
     documents = scifact_documents(600)
     corpus = [index_terms(d["title"], d["text"]) for d in documents]
@@ -135,6 +136,7 @@ def test_exact_tokens_and_non_latin_words_are_found(filled_store, query, expecte
     assert lexical and lexical[0].chunk.chunk_id == expected
 
 
+@pytest.mark.slow
 def test_filter_scopes_results(filled_store: VectorStore) -> None:
     hits = filled_store.query("database", top_k=10, filter={"kind": "intro"})
     assert {hit.chunk.chunk_id for hit in hits} == {"doc:0", "doc:1"}
@@ -240,6 +242,7 @@ def test_match_all_keeps_only_chunks_with_every_term_or_falls_back(
             store.query("x", match="most")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_sql_and_memory_paths_give_the_same_results_through_the_store(db_path: Path) -> None:
     documents = scifact_documents(200)
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:

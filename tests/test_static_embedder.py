@@ -73,6 +73,7 @@ def test_documents_get_fastembeds_vectors_bit_for_bit(
     assert not embedder.embed(["<unk>", ""]).any()
 
 
+@pytest.mark.slow
 def test_queries_get_fastembeds_vectors_bit_for_bit(
     texts: list[str], fastembed_model: TextEmbedding
 ) -> None:

@@ -16,6 +16,7 @@ MINILM = "fastembed:sentence-transformers/all-MiniLM-L6-v2"
 CODES = " ".join(f"x{i:06x}q" for i in range(200))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("backend", "model"),
     [(MINILM, ONNX_MODEL), ("fastembed:minishlab/potion-multilingual-128M", STATIC_MODEL)],
