@@ -16,7 +16,7 @@ DOCS ?= examples/docs
 BACKEND ?=
 Q ?= how do retries work?
 
-.PHONY: install clients demo test test-fast lint format bench clean builder image run mcp hadolint
+.PHONY: install clients oldest-duckdb demo test test-fast lint format bench clean builder image run mcp hadolint
 
 install: $(VENV)/.installed
 
@@ -37,6 +37,18 @@ $(CLIENTS)/node_modules/.package-lock.json: $(CLIENTS)/package.json $(CLIENTS)/p
 		npm --prefix $(CLIENTS) ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: the MCP client tests (tests/clients) cannot run"; fi
 
+# The oldest DuckDB release pyproject.toml accepts, as a library and as the `duckdb` CLI (its
+# earliest on PyPI), in a venv of their own: tests/test_plain_sql.py opens index files with them.
+# duckdb-cli 1.4.4 installs its binary without the execute bit.
+OLDEST_DUCKDB := .venv-oldest-duckdb
+oldest-duckdb: $(OLDEST_DUCKDB)/.installed
+
+$(OLDEST_DUCKDB)/.installed: tests/oldest-duckdb.txt
+	$(PYTHON) -m venv $(OLDEST_DUCKDB)
+	$(OLDEST_DUCKDB)/bin/pip install --quiet -r tests/oldest-duckdb.txt
+	chmod +x $(OLDEST_DUCKDB)/bin/duckdb
+	touch $@
+
 demo: install
 	rm -f demo.duckdb quickstart.duckdb
 	$(MODEL_ENV) $(BIN)/duckdb-vectors index examples/docs --db demo.duckdb
@@ -44,7 +56,7 @@ demo: install
 	$(MODEL_ENV) $(BIN)/python examples/quickstart.py quickstart.duckdb
 
 # The container tests need a Docker engine: where none answers, docker/engine-env.sh serves one.
-test: install clients
+test: install clients oldest-duckdb
 	eval "$$(bash docker/engine-env.sh $(SHARED))" && \
 	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest
 
@@ -93,4 +105,4 @@ hadolint: install
 	$(BIN)/hadolint Dockerfile.builder Dockerfile.runtime
 
 clean:
-	rm -rf $(VENV) $(CLIENTS)/node_modules .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_DUCKDB) $(CLIENTS)/node_modules .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,7 +30,7 @@ from .db import (
 )
 from .models import Chunk
 from .rows import ChunkColumns
-from .terms import index_terms
+from .terms import changed_forms, index_words, word_forms
 
 
 @dataclass(frozen=True)
@@ -127,8 +127,8 @@ def encode(
     language: str,
 ) -> dict[str, Sequence[Any] | np.ndarray]:
     """The rows of new chunks, column by column, for ``insert`` (``stamped_at`` is set there;
-    ``tokens``: see ``token_columns``)."""
-    token_counts, joined_tokens = token_columns(chunks.title, chunks.text, language)
+    ``tokens`` and ``word_forms``: see ``token_columns``)."""
+    tokens = token_columns(chunks.title, chunks.text, language)
     return {
         "key": keys,
         "chunk_id": chunks.chunk_id,
@@ -138,29 +138,52 @@ def encode(
         "title": chunks.title,
         "metadata": chunks.metadata_json,
         "etag": etags,
-        "token_count": token_counts,
-        "tokens": joined_tokens,
+        "token_count": tokens.counts,
+        "tokens": tokens.joined,
+        "word_forms": tokens.word_forms,
         "embedding": np.asarray(embeddings, dtype=np.float32),
     }
 
 
+# What ``encode`` hands ``insert`` besides the table's columns.
+_NOT_COLUMNS = ("tokens", "word_forms")
+
+
+@dataclass(frozen=True)
+class TokenColumns:
+    """Chunks' BM25 terms, as ``postings.insert`` takes them.
+
+    Attributes:
+        counts: each chunk's term count.
+        joined: each chunk's terms (``terms.index_terms``) joined by spaces (a term never holds
+            one). The postings are counted from them, which is faster than a Counter per chunk
+            and hands DuckDB one string per chunk instead of one per posting.
+        word_forms: the chunks' words whose term differs from the word, with that term (see
+            ``postings.insert_word_forms``).
+    """
+
+    counts: np.ndarray
+    joined: np.ndarray
+    word_forms: list[tuple[str, str]]
+
+
 def token_columns(
     titles: Sequence[str | None], texts: Sequence[str], language: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each chunk's BM25 term count, and its terms (``terms.index_terms``) joined by spaces (a
-    term never holds one).
-
-    The postings are counted from the joined terms (``postings.insert``), which is
-    faster than a Counter per chunk and hands DuckDB one string per chunk instead of one per
-    posting.
-    """
+) -> TokenColumns:
     token_counts: list[int] = []
     joined_tokens: list[str] = []
+    words: set[str] = set()
     for title, text in zip(titles, texts, strict=True):
-        tokens = index_terms(title, text, language)
+        chunk_words = index_words(title, text)
+        words.update(chunk_words)
+        tokens = word_forms(chunk_words, language)
         token_counts.append(len(tokens))
         joined_tokens.append(" ".join(tokens))
-    return np.asarray(token_counts, dtype=np.int32), column(joined_tokens)
+    return TokenColumns(
+        np.asarray(token_counts, dtype=np.int32),
+        column(joined_tokens),
+        changed_forms(words, language),
+    )
 
 
 def decode(record: dict[str, Any], embedding: Any = None) -> Chunk:
@@ -195,7 +218,7 @@ def insert(
     names = ", ".join(c.name for c in COLUMNS)
     written_as = {"stamped_at": "$1", "content_digest": _content_digest()}
     selected = ", ".join(written_as.get(c.name, c.name) for c in COLUMNS)
-    columns = {name: values for name, values in rows.items() if name != "tokens"}
+    columns = {name: values for name, values in rows.items() if name not in _NOT_COLUMNS}
     with registered_arrow(connection, "new_chunks", columns):
         connection.execute(
             f"INSERT INTO chunks ({names}) SELECT {selected} FROM new_chunks", [stamp]
@@ -205,13 +228,38 @@ def insert(
     # each of the postings' two scans.
     with registered(connection, "new_tokens", {"key": rows["key"], "tokens": rows["tokens"]}):
         postings.insert(connection, "new_tokens", run)
+    postings.insert_word_forms(connection, rows["word_forms"])
 
 
 def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int, language: str) -> None:
-    """Recount every chunk's tokens and rebuild the postings with this tokenizer, reading
-    ``batch_size`` chunks at a time in key order (memory stays bounded). The caller owns the
-    transaction."""
+    """Recount every chunk's tokens and rebuild the postings and word forms with this
+    tokenizer, reading ``batch_size`` chunks at a time (memory stays bounded). The caller owns
+    the transaction."""
     postings.clear(connection)
+    for keys, titles, texts in _texts_in_key_order(connection, batch_size):
+        tokens = token_columns(titles, texts, language)
+        retokenized = {"key": keys, "token_count": tokens.counts, "tokens": tokens.joined}
+        with registered(connection, "retokenized", retokenized):
+            connection.execute(
+                "UPDATE chunks SET token_count = r.token_count FROM retokenized r"
+                " WHERE chunks.key = r.key"
+            )
+            postings.insert(connection, "retokenized")
+        postings.insert_word_forms(connection, tokens.word_forms)
+
+
+def record_word_forms(
+    connection: duckdb.DuckDBPyConnection, batch_size: int, language: str
+) -> None:
+    """Record the word forms of every chunk's words (an index written before they were kept)."""
+    for _, titles, texts in _texts_in_key_order(connection, batch_size):
+        postings.insert_word_forms(connection, token_columns(titles, texts, language).word_forms)
+
+
+def _texts_in_key_order(
+    connection: duckdb.DuckDBPyConnection, batch_size: int
+) -> Iterator[tuple[np.ndarray, list[str | None], list[str]]]:
+    """Every chunk's key, title and text, ``batch_size`` chunks at a time, in key order."""
     after = -1
     while True:
         batch = connection.execute(
@@ -221,15 +269,7 @@ def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int, language:
         if not batch:
             return
         keys = np.asarray([key for key, _, _ in batch], dtype=np.int64)
-        titles, texts = [title for _, title, _ in batch], [text for _, _, text in batch]
-        counts, tokens = token_columns(titles, texts, language)
-        retokenized = {"key": keys, "token_count": counts, "tokens": tokens}
-        with registered(connection, "retokenized", retokenized):
-            connection.execute(
-                "UPDATE chunks SET token_count = r.token_count FROM retokenized r"
-                " WHERE chunks.key = r.key"
-            )
-            postings.insert(connection, "retokenized")
+        yield keys, [title for _, title, _ in batch], [text for _, _, text in batch]
         after = int(keys[-1])
 
 

@@ -15,12 +15,17 @@ import numpy as np
 
 from .errors import DuckDBVectorsError, NotAnIndexError
 
+# The oldest DuckDB release pyproject.toml accepts (``duckdb>=1.4``). Index files are written in
+# its storage format: DuckDB 2.0 writes its own by default, which 1.x cannot open at all.
+OLDEST_DUCKDB = "1.4.0"
 CONNECTION_CONFIG = {
     # The index never needs files or network beyond itself; this also confines injected
     # ranking SQL (no read_csv, no COPY, no ATTACH) and keeps DuckDB from fetching extensions.
     "enable_external_access": False,
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
+    # Decides the format of a file DuckDB creates (a file keeps the one it was created with).
+    "storage_compatibility_version": f"v{OLDEST_DUCKDB}",
 }
 
 

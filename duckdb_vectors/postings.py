@@ -194,6 +194,32 @@ def _pairs(term_ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return (term_ids.astype(np.int64) << 32) | keys.astype(np.int64)
 
 
+# -- word forms ------------------------------------------------------------------------------
+#
+# Since schema 7, ``word_forms(word, term)`` holds every word of the indexed text whose term is not
+# the word itself (``terms``: its Snowball stem), so that SQL, which has no stemmer, can turn a
+# query's words into terms (``plain_sql``). A word's term depends only on the index's language, so
+# a row stays right after the chunks holding the word are gone; only re-tokenizing clears them.
+
+
+def create_word_forms(connection: duckdb.DuckDBPyConnection) -> None:
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS word_forms (word VARCHAR NOT NULL, term VARCHAR NOT NULL)"
+    )
+
+
+def insert_word_forms(connection: duckdb.DuckDBPyConnection, forms: list[tuple[str, str]]) -> None:
+    """Record ``(word, term)`` pairs, each word once."""
+    if not forms:
+        return
+    words, word_terms = zip(*forms, strict=True)
+    with registered_arrow(connection, "new_word_forms", {"word": words, "term": word_terms}):
+        connection.execute(
+            "INSERT INTO word_forms SELECT word, term FROM new_word_forms n"
+            " WHERE NOT EXISTS (SELECT 1 FROM word_forms f WHERE f.word = n.word)"
+        )
+
+
 def delete_keys(connection: duckdb.DuckDBPyConnection, keys: list[int]) -> None:
     connection.execute("DELETE FROM postings WHERE key IN (SELECT unnest($1::BIGINT[]))", [keys])
 
@@ -201,6 +227,7 @@ def delete_keys(connection: duckdb.DuckDBPyConnection, keys: list[int]) -> None:
 def clear(connection: duckdb.DuckDBPyConnection) -> None:
     connection.execute("DELETE FROM postings")
     connection.execute("DELETE FROM terms")
+    connection.execute("DELETE FROM word_forms")
 
 
 def compact_if_unordered(connection: duckdb.DuckDBPyConnection) -> None:

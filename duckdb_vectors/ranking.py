@@ -1,5 +1,5 @@
-"""Ranking primitives both searchers share: the BM25 weight, the order of ties, and the fusion
-of the vector and BM25 rankings into one list.
+"""Ranking primitives both searchers share: the order of ties, and the fusion of the vector
+and BM25 rankings into one list (BM25's own formula is ``bm25``'s).
 
 ``search.SqlSearcher`` and ``memory_index.MemoryIndex`` produce ``Ranking``s; ``fuse`` makes
 one ``FusedRanking`` of two. Nothing here reads the index, so the quantized scan
@@ -14,33 +14,6 @@ from typing import Literal
 import numpy as np
 
 from .config import FusionSettings
-
-# Okapi BM25 as Lucene >= 8 scores it: a chunk's score is the sum over query terms of
-# idf * term weight. Both are written here, as SQL for the SQL path and the in-memory index's
-# idf, and the weight also over arrays for the in-memory index's load.
-BM25_K1 = 1.5  # Lucene's default is 1.2; 1.5 scored best on SciFact train
-BM25_B = 0.75
-
-
-def bm25_idf_sql(df: str, documents: str) -> str:
-    """idf = ln(1 + (N - df + 0.5) / (df + 0.5)), over SQL expressions for df and N."""
-    return f"ln(1 + ({documents} - {df} + 0.5) / ({df} + 0.5))"
-
-
-def bm25_weight_sql(tf: str, length: str, average: str, k1: str, b: str) -> str:
-    """The term weight tf / (tf + k1 * (1 - b + b * length / average_length))."""
-    return f"{tf} / ({tf} + {k1} * (1 - {b} + {b} * {length} / {average}))"
-
-
-def bm25_weight(
-    tf: np.ndarray, length: np.ndarray, average: float, k1: float, b: float
-) -> np.ndarray:
-    """``bm25_weight_sql`` over arrays, in float32: the in-memory load weighs 40 million
-    postings this way in a fraction of the time DuckDB takes over registered arrays. The
-    tests that hold memory and SQL rankings equal hold these two to the same formula."""
-    tf = tf.astype(np.float32)
-    return tf / (tf + (k1 * (1 - b + b * length / average)).astype(np.float32))
-
 
 # Scores closer than this (relative to the larger, at least 1) are a tie, and ties are ordered by
 # key, the order chunks were first written. DuckDB and numpy sum float32 products in different
@@ -98,6 +71,19 @@ class FusedRanking:
     def from_text(cls, ranking: Ranking) -> FusedRanking:
         ranks = np.arange(1, len(ranking) + 1)
         return cls(ranking.keys, ranking.scores, np.zeros_like(ranks), ranks)
+
+    @classmethod
+    def text_then_vector(cls, text: Ranking, vector: Ranking) -> FusedRanking:
+        """BM25's ranking (its scores), then the vector's candidates BM25 did not match (score
+        0), in the vector's order."""
+        rest = ~np.isin(vector.keys, text.keys)
+        keys = np.concatenate([text.keys, vector.keys[rest]])
+        scores = np.concatenate([text.scores, np.zeros(int(rest.sum()))])
+        text_ranks = np.zeros(len(keys), dtype=np.int64)
+        text_ranks[: len(text)] = np.arange(1, len(text) + 1)
+        vector_rank_of = dict(zip(vector.keys.tolist(), range(1, len(vector) + 1), strict=True))
+        vector_ranks = np.array([vector_rank_of.get(key, 0) for key in keys.tolist()], np.int64)
+        return cls(keys, scores, vector_ranks, text_ranks)
 
 
 def tie_order(keys: np.ndarray, scores: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from . import chunk_table, postings, vector_codes
+from . import chunk_table, plain_sql, postings, vector_codes
 from .db import has_table, scalar
 from .errors import NotAnIndexError
 
@@ -70,6 +70,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         6,
         "chunks.content_digest: each chunk's part of the content hash",
         chunk_table.add_content_digest,
+        readable_without=True,
+    ),
+    Migration(
+        7,
+        "word_forms, chunk_view and search_text: BM25 search from plain DuckDB",
+        plain_sql.migrate,
         readable_without=True,
     ),
 )

@@ -15,20 +15,13 @@ import duckdb
 import numpy as np
 
 from . import chunk_table, postings
+from .bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight_sql
 from .config import FusionSettings
 from .db import SCAN_MEMORY_LIMIT, first_line, registered, scan_buffer_pool
 from .errors import InvalidRankingSQLError, NotAnIndexError
 from .filters import compile_filter
 from .models import Chunk, SearchResult, SearchResults
-from .ranking import (
-    BM25_B,
-    BM25_K1,
-    FusedRanking,
-    Ranking,
-    bm25_idf_sql,
-    bm25_weight_sql,
-    fuse,
-)
+from .ranking import FusedRanking, Ranking, fuse
 from .ranking_sql import execute_user_sql, validate_fragment
 
 # SQL rankings read this many rows past the depth, so ties at the cut (ranking.TIE_TOLERANCE)
@@ -90,7 +83,11 @@ class Query:
 
     ``rescore`` is a fragment already checked by ``ranking_sql.validate_fragment`` (the store
     checks it before it loads a model to embed the query). ``all_terms``, if given, are the
-    terms every result must contain (``match="all"``).
+    terms every result must contain (``match="all"``). ``vector_reads_text`` False says the
+    model could not read the question (an English model, a question in Cyrillic or Chinese):
+    its ranking is noise, so BM25 ranks and the vector only extends the list. (MiniLM on
+    XQuAD-R: hybrid nDCG@10 ru 0.947 and zh 0.956 at BM25's share of 0.5, below BM25 alone,
+    0.952 and 0.965; the vector alone 0.10 and 0.23.)
     """
 
     vector: np.ndarray | None
@@ -100,6 +97,7 @@ class Query:
     rescore: str | None = None
     one_per_source: bool = False
     all_terms: list[str] | None = None
+    vector_reads_text: bool = True
 
     def __post_init__(self) -> None:
         if self.vector is None and self.terms is None:
@@ -230,7 +228,9 @@ def answer(
         if not scope.has_user_sql:  # no user SQL involved: the file itself is damaged
             raise NotAnIndexError(f"{index_name} cannot be read: {first_line(error)}") from None
         raise InvalidRankingSQLError(f"where/filter: {first_line(error)}") from None
-    if by_vector is not None and by_text is not None:
+    if by_vector is not None and by_text is not None and not query.vector_reads_text:
+        fused = FusedRanking.text_then_vector(by_text, by_vector)
+    elif by_vector is not None and by_text is not None:
         fused = fuse(by_vector, by_text, fusion)
     elif by_vector is not None:
         fused = FusedRanking.from_vector(by_vector)

@@ -26,6 +26,7 @@ from . import (
     compatibility,
     documents,
     inputs,
+    plain_sql,
     postings,
     remote,
     resources,
@@ -61,6 +62,7 @@ from .rows import ChunkColumns
 from .schema import check_readable, migrate
 from .search import Match, Query, Scope, Searcher, SqlSearcher, answer
 from .terms import all_terms, query_terms
+from .tokenizer import mostly_latin
 from .writes import WriteStats
 
 __all__ = ["MAX_RESULTS", "VectorStore", "WriteStats"]
@@ -475,8 +477,9 @@ class VectorStore:
             query_vector = inputs.query_vector(vector, self._recorded_dimension())
         terms = query_terms(text, self.language) if hybrid else None
         every_term = all_terms(text, self.language) if match == "all" else None
+        readable = self._model_reads(text)
         return self._search(
-            Query(query_vector, terms, top_k, scope, rescore, one_per_source, every_term)
+            Query(query_vector, terms, top_k, scope, rescore, one_per_source, every_term, readable)
         )
 
     def query_text(
@@ -612,6 +615,8 @@ class VectorStore:
         counts = slices.count(self._connection, slice_keys)
         # A key no chunk carries any more (its slices were pruned or deleted) is forgotten.
         slice_keys = [key for key in slice_keys if any(key in c.metadata for c in counts)]
+        if slice_keys != (self.manifest.slice_keys if self.manifest else []):
+            plain_sql.create(self._connection, slice_keys)  # its view's slice column changes
         self.manifest = refreshed(
             self.manifest,
             backend=self.backend,
@@ -675,6 +680,13 @@ class VectorStore:
         return current_manifest(
             self._connection, manifest, self.db_path, self.read_only, self.language
         )
+
+    def _model_reads(self, text: str) -> bool:
+        """Whether the model can read ``text``: not when it knows only English and most of the
+        question's letters are of another script."""
+        if mostly_latin(text):
+            return True
+        return not getattr(self.embedder, "english_only", lambda: False)()
 
     def _checked_embedder(self) -> Embedder:
         embedder = self.embedder

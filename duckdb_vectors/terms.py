@@ -24,6 +24,7 @@ index is only searched with the terms that built it (see ``retokenize``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 
 import regex
@@ -60,7 +61,12 @@ QUESTION_WORDS = frozenset((
 def index_terms(title: str | None, text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
     """The terms a chunk is indexed under: its title's ``TITLE_WEIGHT`` times, then its
     text's."""
-    return word_forms((tokenize(title) * TITLE_WEIGHT if title else []) + tokenize(text), language)
+    return word_forms(index_words(title, text), language)
+
+
+def index_words(title: str | None, text: str) -> list[str]:
+    """The words (tokens) behind ``index_terms``, before they become word forms."""
+    return (tokenize(title) * TITLE_WEIGHT if title else []) + tokenize(text)
 
 
 def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
@@ -83,6 +89,13 @@ def content_words(words: list[str]) -> list[str]:
 def word_forms(words: list[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
     """Each word as its term: its stem if it is alphabetic and has a stemmer, else itself."""
     return list(map(_forms(language).__getitem__, words))
+
+
+def changed_forms(words: Iterable[str], language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
+    """Each of ``words`` whose term is not the word itself, with that term: what SQL, which
+    has no stemmer, needs in order to look a word up (``plain_sql``)."""
+    forms = _forms(language)
+    return [(word, term) for word in words if (term := forms[word]) != word]
 
 
 class _WordForms(dict[str, str]):

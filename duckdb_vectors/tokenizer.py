@@ -82,6 +82,21 @@ _KOREAN_ENDINGS = frozenset((
 _KOREAN_ENDING_LENGTHS = sorted({len(ending) for ending in _KOREAN_ENDINGS}, reverse=True)
 
 
+_LETTER = regex.compile(r"\p{L}")
+_LATIN_LETTER = regex.compile(r"\p{sc=Latin}")
+
+
+def mostly_latin(text: str) -> bool:
+    """Whether at least four in five of ``text``'s letters are Latin (True if it has no
+    letter): what a model trained on English can read. A Greek letter in a formula leaves a
+    question readable; a Russian question naming a Latin title ("Кто написал Liber
+    servitoris?", 15 Latin letters of 25) is not."""
+    if text.isascii():
+        return True
+    letters = len(_LETTER.findall(text))
+    return 5 * len(_LATIN_LETTER.findall(text)) >= 4 * letters
+
+
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into the case-folded tokens that BM25 indexes and queries with."""
     if text.isascii():

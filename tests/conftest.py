@@ -48,6 +48,14 @@ def _static_model(local: Path) -> Path:
 
 
 STATIC_MODEL = _static_model(MODELS / "static-256-wordllama")
+# The packages a runtime image keeps (container/prune_packages.py), lowercase: what search, MCP
+# and a runtime append import with any model; what only a transformer model (fastembed's ONNX
+# runtime) adds; and what no image keeps (bake and downloads run on the host, hf-xet is removed
+# though huggingface_hub asks for it).
+SERVING_PACKAGES = {"duckdb", "numpy", "tokenizers", "mcp", "uvicorn", "pydantic-settings"}
+CHUNKER_PACKAGES = {"pypdf", "docutils", "selectolax", "pyromark", "pathspec", "pystemmer"}
+ONNX_PACKAGES = {"fastembed", "onnxruntime", "pillow"}
+NEVER_SERVING = {"docker", "pip", "setuptools", "hf-xet"}
 # What a test module (or a fixture) needs from shared/ and the hub, and where it would be.
 RESOURCES = {"STATIC_MODEL": STATIC_MODEL, "ONNX_MODEL": ONNX_MODEL, "EVALDATA": EVALDATA}
 MODEL_FIXTURES = {"store", "filled_store"}

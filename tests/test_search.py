@@ -18,9 +18,10 @@ from duckdb_vectors import (
     chunk_table,
     memory_index,
 )
+from duckdb_vectors.bm25 import BM25_B, BM25_K1
 from duckdb_vectors.db import SCAN_MEMORY_LIMIT, scalar
 from duckdb_vectors.memory_index import MemoryIndex
-from duckdb_vectors.ranking import BM25_B, BM25_K1, Ranking, fuse
+from duckdb_vectors.ranking import Ranking, fuse
 from duckdb_vectors.search import Scope, SqlSearcher
 from duckdb_vectors.terms import index_terms, query_terms
 from duckdb_vectors.tokenizer import tokenize

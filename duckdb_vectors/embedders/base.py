@@ -107,6 +107,11 @@ class BaseEmbedder:
         such a vector is a weaker ranking than a transformer's, so fusion leans on BM25."""
         return False
 
+    def english_only(self) -> bool:
+        """Whether the model was trained on English alone: its vector of a question written in
+        another script is noise, so BM25 ranks such a question (``search.Query``)."""
+        return False
+
     @property
     def dimension(self) -> int:
         if self._dimension is None:

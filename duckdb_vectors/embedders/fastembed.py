@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -65,6 +66,7 @@ class TransformerModel:
     def __init__(self, model: Any) -> None:
         self.model = model
         self.directory = Path(model.model._model_dir)
+        self.english_only = _described_as_english_only(model)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return as_matrix(list(self.model.embed(list(texts), batch_size=_TRANSFORMER_BATCH)))
@@ -116,6 +118,10 @@ class FastEmbedEmbedder(BaseEmbedder):
 
     def is_static(self) -> bool:
         return isinstance(self._loaded(), StaticModel)
+
+    def english_only(self) -> bool:
+        model = self._loaded()
+        return isinstance(model, TransformerModel) and model.english_only
 
     def fingerprint(self) -> str | None:
         if self._fingerprint is None:
@@ -299,6 +305,21 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
             raise EmbedderError(
                 f"cannot download {self.repo_id}: {error}; {_OFFLINE_HINT}"
             ) from error
+
+
+# How fastembed's model list describes a model trained on English alone ("Text embeddings,
+# Unimodal (text), English, 512 input tokens truncation, ..."; gte-base says "supports English
+# only input text"); multilingual ones say "Multilingual (~50 languages)" and the like.
+_ENGLISH_ONLY = re.compile(r"(?:^|, )(?:English|supports English only input text)(?:,|$)")
+
+
+def _described_as_english_only(model: Any) -> bool:
+    """Whether fastembed's description of ``model`` (a ``TextEmbedding``) says English alone;
+    a model it does not describe (a custom one) is taken to read any language."""
+    for entry in type(model).list_supported_models():
+        if entry.get("model", "").lower() == model.model_name.lower():
+            return bool(_ENGLISH_ONLY.search(entry.get("description", "")))
+    return False
 
 
 def _is_static(model: Any) -> bool:

@@ -1,0 +1,214 @@
+"""An index as plain DuckDB sees it: a view of the chunks and BM25 search as a table macro.
+
+Anyone with a DuckDB client and no duckdb_vectors (the ``duckdb`` CLI, an agent with a shell)
+can open an index file read-only and run::
+
+    FROM search_text('variant extract', k := 8);
+    FROM chunk_view WHERE source LIKE 'sql/%';
+
+Both live in the file (created by a migration and refreshed by writes), so a frozen, read-only
+index has them. ``chunk_view``'s columns are a contract (see ``VIEW_COLUMNS``): later releases
+add columns at the end, never rename or drop one.
+
+``search_text`` ranks as ``VectorStore.query_text`` does (BM25 over the same postings, the same
+k1, b, idf and title weight, ties by the order chunks were written), and must turn the query into
+the same terms in SQL:
+
+- **Words**: the tokenizer's word pattern (letters, digits, marks, ``_``, joined by single
+  ``.``, ``-`` or ``'``; a compound also as its parts), over the query normalised to NFC,
+  lower-cased and case-folded. Python normalises to NFKC, which DuckDB cannot: text with
+  compatibility characters (ligatures, full-width or circled letters, superscripts) may differ.
+  Scripts the tokenizer splits into n-grams (Chinese, Japanese, Thai, ...; Hangul particles)
+  are not split so in SQL: the macro is for space-separated scripts.
+- **Question words** are left out unless nothing else remains, from the same list.
+- **Word forms**: DuckDB has no Snowball stemmer without the ``fts`` extension, which a reader
+  offline cannot install. A word's term is therefore looked up in ``word_forms``, which holds
+  every word of the indexed text whose term differs from it (about a third of a docs
+  vocabulary); any other word is its own term. A query word the index never contained, whose
+  stem differs from it and is an indexed term (``indexes`` when only ``index`` and ``indexing``
+  occur), is missed where the SDK's stemmer finds it: exact parity for every word the index
+  holds, with no stemmer in SQL. (A Snowball stemmer written in SQL would cover English alone,
+  and not the Cyrillic, Greek, Arabic and Armenian words an index stems by their script.)
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import duckdb
+
+from . import chunk_table
+from .bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight_sql
+from .citations import URL_KEY
+from .db import scalar
+from .filters import json_path_literal
+from .postings import create_word_forms
+from .terms import DEFAULT_LANGUAGE, QUESTION_WORDS
+
+VIEW = "chunk_view"
+MACRO = "search_text"
+DEFAULT_K = 10
+# Chunks tokenized at a time when an older index's word forms are recorded.
+_BATCH = 16_384
+
+
+def _string(value: str) -> str:
+    """A SQL string literal of ``value``."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def view_columns(slice_keys: list[str]) -> str:
+    """``chunk_view``'s select list over ``chunks c`` (the macro returns the same columns):
+
+    chunk_id, source, position (the chunk's place in its source), title (the heading
+    breadcrumb), url (the citation URL), slice (a JSON object of the index's slice keys and the
+    chunk's values of them), text, metadata (every metadata value, as JSON).
+    """
+    pairs = ", ".join(
+        f"{_string(key)}, json_extract_string(c.metadata, {json_path_literal(key)})"
+        for key in slice_keys
+    )
+    slice_value = f"json_object({pairs})" if pairs else "json_object()"
+    return (
+        "c.chunk_id, c.source, c.position, c.title,"
+        f" json_extract_string(c.metadata, {json_path_literal(URL_KEY)}) AS url,"
+        f" {slice_value} AS slice, c.text, c.metadata"
+    )
+
+
+def _case_folded(expression: str) -> str:
+    """``expression`` (lower-cased by DuckDB) case-folded as Python's ``str.casefold`` does:
+    one ``translate`` for the characters folded to one character and a ``replace`` for each of
+    the rest."""
+    single, multiple = case_folds()
+    folded = (
+        f"translate({expression}, {_string(''.join(single))}, {_string(''.join(single.values()))})"
+    )
+    for character, replacement in multiple.items():
+        folded = f"replace({folded}, {_string(character)}, {_string(replacement)})"
+    return folded
+
+
+@cache
+def case_folds(last: int = 0xFFFF) -> tuple[dict[str, str], dict[str, str]]:
+    """The lower-case characters up to ``last`` whose case folding differs (ß, final sigma,
+    Cherokee, ...): those folded to one character, and the others. Every one is in the Basic
+    Multilingual Plane (a test scans all of Unicode: 2 s). Blocks are compared whole first, in
+    C; only the few that differ are read character by character."""
+    single: dict[str, str] = {}
+    multiple: dict[str, str] = {}
+    for start in range(0, last + 1, _BLOCK):
+        block = "".join(map(chr, range(start, min(start + _BLOCK, last + 1))))
+        if block.casefold() == block.lower():
+            continue
+        for character in block:
+            folded = character.casefold()
+            if character.lower() == character and folded != character:
+                (single if len(folded) == 1 else multiple)[character] = folded
+    return single, multiple
+
+
+_BLOCK = 4096  # code points
+
+
+# The tokenizer's words (``tokenizer._TOKEN``'s): word characters joined by single joiners. RE2
+# compiles that pattern, a Unicode class twice under a repetition, in 25 ms, on every query; so
+# the macro takes runs of word characters and joiners (one class: 2 ms) and cuts each where
+# joiners meet and off its ends, which leaves the same words.
+_RUN = r"[\p{L}\p{N}\p{M}_.\-']+"
+_JOINER = r"[.\-']"
+_JOINERS = ".-'"
+
+
+def _query_words(query: str) -> str:
+    """A subquery of the words (column ``word``) of ``query`` (a SQL expression) as
+    ``tokenizer.tokenize`` reads them: NFC, then lower case and case folding (Python lower-cases
+    İ to i and a combining dot above, DuckDB to i alone)."""
+    lowered = f"lower(nfc_normalize(replace({query}, 'İ', {_string('İ'.lower())})))"
+    runs = f"regexp_extract_all({_case_folded(lowered)}, {_string(_RUN)})"
+    pieces = f"string_split_regex(run, {_string(_JOINER + '{2,}')})"
+    return (
+        f"(SELECT trim(piece, {_string(_JOINERS)}) AS word FROM (SELECT unnest({pieces}) AS piece"
+        f" FROM (SELECT unnest({runs}) AS run)) WHERE trim(piece, {_string(_JOINERS)}) <> '')"
+    )
+
+
+def macro_statements(slice_keys: list[str]) -> list[str]:
+    """The macros, each a ``CREATE OR REPLACE MACRO`` statement.
+
+    ``search_text(query, k := 10, slice := NULL)``: the ``k`` best chunks for ``query`` by
+    BM25, best first, as ``chunk_view`` rows with their ``score``; ``slice`` (a struct such as
+    ``{'version': '2.0'}``) keeps chunks whose metadata holds those values, as the SDK's filter
+    does. Its helpers: ``search_text_tokens(query)``, the query's tokens, and
+    ``search_text_terms(query)``, the terms it looks up.
+
+    No macro has a WITH clause: DuckDB 1.4.0 cannot bind the CTEs of a macro that DuckDB 2
+    stored (1.4.4 can), so what would be a CTE is a helper macro or a subquery. Parameters
+    stand for their values wherever their names appear: no column is named ``query``, ``k``
+    or ``slice``. Each chunk's terms are summed in one order, so that chunks that score the
+    same score the same to the last bit and tie, ordered by key as the SDK orders ties.
+    """
+    question_words = ", ".join(_string(word) for word in sorted(QUESTION_WORDS))
+    content = f"token NOT IN ({question_words})"
+    joiner = _string(_JOINER)
+    idf = bm25_idf_sql("m.df", "s.documents")
+    weight = bm25_weight_sql("m.tf", "c.token_count", "s.average_length", str(BM25_K1), str(BM25_B))
+    tokens = f"""
+CREATE OR REPLACE MACRO {MACRO}_tokens(query) AS TABLE
+SELECT unnest(list_concat([word],
+    CASE WHEN regexp_matches(word, {joiner}) THEN string_split_regex(word, {joiner}) ELSE [] END
+)) AS token
+FROM {_query_words("query")}
+"""
+    terms = f"""
+CREATE OR REPLACE MACRO {MACRO}_terms(query) AS TABLE
+SELECT DISTINCT coalesce(f.term, q.token) AS term
+FROM (
+    SELECT token FROM {MACRO}_tokens(query)
+    WHERE {content} OR NOT EXISTS (SELECT 1 FROM {MACRO}_tokens(query) WHERE {content})
+) q
+LEFT JOIN word_forms f ON f.word = q.token
+"""
+    search = f"""
+CREATE OR REPLACE MACRO {MACRO}(query, k := {DEFAULT_K}, slice := NULL) AS TABLE
+SELECT {view_columns(slice_keys)}, best.score
+FROM (
+    SELECT m.key, sum({idf} * {weight} ORDER BY m.term_id) AS score
+    FROM (
+        SELECT term_id, key, tf, count(*) OVER (PARTITION BY term_id)::DOUBLE AS df
+        FROM postings
+        WHERE term_id IN (SELECT t.term_id FROM terms t JOIN {MACRO}_terms(query) USING (term))
+    ) m
+    JOIN chunks c USING (key)
+    CROSS JOIN (
+        SELECT count(*)::DOUBLE AS documents, avg(token_count) AS average_length FROM chunks
+    ) s
+    WHERE slice IS NULL OR json_contains(c.metadata, to_json(slice))
+    GROUP BY m.key
+    ORDER BY score DESC, m.key
+    LIMIT k
+) best
+JOIN chunks c USING (key)
+ORDER BY best.score DESC, c.key
+"""
+    return [tokens, terms, search]
+
+
+def create(connection: duckdb.DuckDBPyConnection, slice_keys: list[str]) -> None:
+    """(Re)create ``chunk_view`` and the macros for an index with these slice keys."""
+    connection.execute(
+        f"CREATE OR REPLACE VIEW {VIEW} AS SELECT {view_columns(slice_keys)} FROM chunks c"
+    )
+    for statement in macro_statements(slice_keys):
+        connection.execute(statement)
+
+
+def migrate(connection: duckdb.DuckDBPyConnection) -> None:
+    """Schema 7: the word forms of what the index holds, and the view and macro over it."""
+    create_word_forms(connection)
+    document = scalar(connection, "SELECT document FROM manifest WHERE id = 1")
+    manifest = json.loads(document) if document else {}
+    language = manifest.get("language", DEFAULT_LANGUAGE)
+    chunk_table.record_word_forms(connection, _BATCH, language)
+    create(connection, manifest.get("slice_keys", []))
