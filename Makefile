@@ -63,7 +63,7 @@ test: install clients oldest-duckdb
 # The loop to run while changing code: everything but the tests marked slow or container
 # (about a minute on two idle cores). `make test` runs them all.
 FAST_TESTS := -m "not slow and not container"
-test-fast: install
+test-fast: install oldest-duckdb
 	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest $(FAST_TESTS) -q
 
 lint: install
