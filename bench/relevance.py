@@ -1,10 +1,12 @@
 """Relevance of vector-only, BM25-only and hybrid search on real evaluation sets.
 
 BEIR SciFact (train judgments; chunk = title + text) and the XQuAD-R paragraphs in five
-languages (same-language queries), embedded with the static model in ../shared/models.
+languages (same-language queries), embedded with the static model in ../shared/models (or
+all-MiniLM-L6-v2, int8: ``--model minilm``).
 
     python bench/relevance.py                              # the library defaults
     python bench/relevance.py --method rrf --weight 0.5    # another fusion
+    python bench/relevance.py --model minilm --weight 0.5  # the transformer, at its default
 
 Writes bench/out/relevance.json and prints a Markdown table of nDCG@10 and Recall@100.
 """
@@ -25,8 +27,11 @@ from duckdb_vectors.evaluation import evaluate, load_qrels, load_queries
 HERE = Path(__file__).resolve().parent
 SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", HERE.parent.parent / "shared"))
 IR = SHARED / "evaldata" / "ir"
-STATIC_MODEL = SHARED / "models" / "static-256-wordllama"
-BACKEND = "fastembed:minishlab/potion-multilingual-128M"
+# name -> (backend, local model files)
+MODELS = {
+    "static": ("fastembed:minishlab/potion-multilingual-128M", "static-256-wordllama"),
+    "minilm": ("fastembed:sentence-transformers/all-MiniLM-L6-v2", "onnx-minilm-l6-v2-int8"),
+}
 DATASETS = {
     "scifact": (IR / "scifact", "train"),
     **{
@@ -36,10 +41,11 @@ DATASETS = {
 }
 
 
-def build(folder: Path, path: Path, fusion: FusionSettings) -> VectorStore:
+def build(folder: Path, path: Path, fusion: FusionSettings, model: str) -> VectorStore:
     with gzip.open(folder / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
         documents = [json.loads(line) for line in handle]
-    store = VectorStore(path, BACKEND, model_path=STATIC_MODEL, fusion=fusion)
+    backend, files = MODELS[model]
+    store = VectorStore(path, backend, model_path=SHARED / "models" / files, fusion=fusion)
     store.add_texts(
         [f"{d.get('title') or ''}\n{d['text']}".strip() for d in documents],
         ids=[str(d["_id"]) for d in documents],
@@ -47,12 +53,12 @@ def build(folder: Path, path: Path, fusion: FusionSettings) -> VectorStore:
     return store
 
 
-def run(names: list[str], fusion: FusionSettings) -> dict[str, dict[str, dict]]:
+def run(names: list[str], fusion: FusionSettings, model: str) -> dict[str, dict[str, dict]]:
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name in names:
             folder, split = DATASETS[name]
-            store = build(folder, Path(scratch) / f"{name}.duckdb", fusion)
+            store = build(folder, Path(scratch) / f"{name}.duckdb", fusion, model)
             reports = evaluate(
                 store,
                 load_queries(folder / "queries.jsonl"),
@@ -87,6 +93,7 @@ def main() -> None:
     defaults = FusionSettings()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS), choices=list(DATASETS))
+    parser.add_argument("--model", default="static", choices=list(MODELS))
     parser.add_argument("--method", default=defaults.method, choices=["rrf", "convex"])
     parser.add_argument("--weight", type=float, default=defaults.lexical_weight)
     parser.add_argument("--rrf-k", type=int, default=defaults.rrf_k)
@@ -99,10 +106,12 @@ def main() -> None:
         rrf_k=arguments.rrf_k,
         candidates=arguments.candidates,
     )
-    results = run(arguments.datasets, fusion)
+    results = run(arguments.datasets, fusion, arguments.model)
     arguments.out.parent.mkdir(parents=True, exist_ok=True)
     arguments.out.write_text(
-        json.dumps({"fusion": fusion.model_dump(), "results": results}, indent=1)
+        json.dumps(
+            {"model": arguments.model, "fusion": fusion.model_dump(), "results": results}, indent=1
+        )
     )
     print(f"fusion: {fusion.model_dump()}")
     print(table(results))

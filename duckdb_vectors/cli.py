@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, get_args
 
 import click
-from loguru import logger
 
 from . import remote, slices
 from .citations import URL_STYLES, UrlRule, UrlStyle
@@ -31,6 +30,7 @@ from .config import (
     is_url,
     parse_duration,
 )
+from .embedders.fastembed import quiet_fastembed_logs
 from .errors import (
     BuildError,
     DuckDBVectorsError,
@@ -220,7 +220,7 @@ def cli(debug: bool) -> None:
         stream=sys.stderr,
     )
     if not debug:  # fastembed logs its failures itself; ours is the one line the user needs
-        logger.disable("fastembed")
+        quiet_fastembed_logs()
 
 
 @cli.command(
@@ -701,19 +701,19 @@ def mcp(
     # A server is read-only unless told otherwise, by the flag or DUCKDB_VECTORS_READ_ONLY.
     if "read_only" not in settings.model_fields_set:
         settings = settings.model_copy(update={"read_only": True})
-    # The index file is opened first, so a bad path fails at once, and its load starts before
-    # the MCP SDK is imported: the import (about a second) then overlaps the load.
+    # The index file is opened first, so a bad path fails at once; with a CPU to spare its
+    # load starts before the MCP SDK is imported, which then overlaps it.
     with VectorStore.from_settings(settings) as store:
-        warm_up = BackgroundWarmUp(store).start()
-        from .mcp_http import HttpOptions
-        from .mcp_server import serve
+        warm_up = BackgroundWarmUp(store).start_early()
+        from .mcp_server import build_server, serve_stdio
 
-        http = (
-            HttpOptions(host, port, settings.auth_token, allowed_origins)
-            if transport == "http"
-            else None
-        )
-        serve(warm_up, http)
+        if transport == "stdio":
+            serve_stdio(build_server(store, warm_up))
+            return
+        from .mcp_http import HttpOptions, serve_http  # uvicorn and starlette: only for HTTP
+
+        options = HttpOptions(host, port, settings.auth_token, allowed_origins)
+        serve_http(build_server(store, warm_up, guarded=options.auth_token is not None), options)
 
 
 @cli.command(

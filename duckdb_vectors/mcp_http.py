@@ -76,7 +76,10 @@ def http_app(server: IndexServer, options: HttpOptions) -> ASGIApp:
 
 
 def serve_http(server: IndexServer, options: HttpOptions) -> None:
-    """Serve until SIGTERM or Ctrl-C (uvicorn finishes the requests in flight, then stops)."""
+    """Serve until SIGTERM or Ctrl-C (uvicorn finishes the requests in flight, then stops).
+    The load starts now: a load balancer waits for ``/health`` to say ready, not for a
+    request to be answered."""
+    server.warm_up.start()
     if not options.is_local and options.auth_token is None:
         logger.warning(
             "serving on %s without --auth-token: anyone who reaches port %d can search the index",

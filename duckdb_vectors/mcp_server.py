@@ -5,8 +5,11 @@ resources (``duckdb-vectors://doc/{source}``, listed a page at a time) plus the 
 (``duckdb-vectors://report``).
 
 The index file is opened before the server starts (a bad path fails at once, with one line on
-stderr); the model and the in-memory index load in a background thread, so ``initialize`` is
-answered immediately and the first ``search`` waits only for what is left of the load.
+stderr); the model and the in-memory index load in a background thread, so ``initialize`` and
+``tools/list`` never wait for them and the first ``search`` waits only for what is left of the
+load. The load starts when the first request has been answered, unless the caller started it
+sooner (see ``warming``). The transport is chosen by the caller: ``serve_stdio`` here, or
+``mcp_http.serve_http``.
 
 Every argument is checked here, so a bad one is one plain sentence naming it and what is
 allowed (the SDK's own validation would answer with pydantic's multi-line report). The JSON
@@ -20,9 +23,7 @@ import binascii
 import dataclasses
 import json
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 from urllib.parse import unquote
 
 import anyio
@@ -39,9 +40,6 @@ from pydantic import WithJsonSchema
 from .citations import DOCUMENT_URI_PREFIX, document_uri
 from .db import first_line
 from .errors import EmbedderError
-
-if TYPE_CHECKING:
-    from .mcp_http import HttpOptions
 from .fetching import MAX_CONTEXT, Fetched, fetch, render
 from .manifest import package_version
 from .models import IndexReport
@@ -223,15 +221,9 @@ def server_version(store: VectorStore) -> str:
 def build_server(
     store: VectorStore, warm_up: BackgroundWarmUp | None = None, *, guarded: bool = False
 ) -> IndexServer:
-    """An MCP server answering from ``store``; its warm-up (``warm_up``, if already started
-    by the caller) starts when the server does, if not before. ``guarded``: a bearer token
-    guards it (see ``cache_hints``)."""
-
-    @asynccontextmanager
-    async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
-        server.warm_up.start()
-        yield
-
+    """An MCP server answering from ``store``; its warm-up (``warm_up``, if the caller made
+    one, maybe started already) starts once the first request is answered, if not before.
+    ``guarded``: a bearer token guards it (see ``cache_hints``)."""
     server = IndexServer(
         store,
         warm_up or BackgroundWarmUp(store),
@@ -245,11 +237,24 @@ def build_server(
             "for its neighbours) or its source (the whole document). `report` describes the "
             "index. Outputs stay within `max_tokens` and say what they left out."
         ),
-        lifespan=lifespan,
         log_level="WARNING",
         cache_hints=cache_hints(store.read_only, guarded),
+        # The index cannot change while it is served (and a writable one says nothing when
+        # it does): no subscriptions/listen, so no era advertises listChanged or subscribe.
+        subscriptions=False,
     )
-    server.middleware.extend([paginate_resources, plain_argument_errors])
+
+    async def warm_up_once_answered(
+        ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Start loading after the first answer: on one CPU a load running beside the
+        handshake only delays it (a no-op once started)."""
+        try:
+            return await call_next(ctx)
+        finally:
+            server.warm_up.start()
+
+    server.middleware.extend([warm_up_once_answered, paginate_resources, plain_argument_errors])
 
     @server.tool(title="Search the index", annotations=READ_ONLY)
     def search(
@@ -414,14 +419,6 @@ def _choice(name: str, value: Any, choices: tuple[Match, ...]) -> Match:
     return value
 
 
-def serve(warm_up: BackgroundWarmUp, http: HttpOptions | None = None) -> None:
-    """Serve the store that ``warm_up`` loads: over stdio until the client closes the
-    connection, or, given ``http`` options, over streamable HTTP until SIGTERM."""
-    guarded = http is not None and http.auth_token is not None
-    server = build_server(warm_up.store, warm_up, guarded=guarded)
-    if http is None:
-        anyio.run(server.run_stdio_async)
-    else:
-        from .mcp_http import serve_http  # uvicorn and starlette: only for HTTP
-
-        serve_http(server, http)
+def serve_stdio(server: IndexServer) -> None:
+    """Serve over stdio until the client closes the connection."""
+    anyio.run(server.run_stdio_async)

@@ -22,6 +22,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import docker
@@ -35,6 +36,7 @@ from conftest import (
     ONNX_MODEL,
     ONNX_PACKAGES,
     REPOSITORY,
+    SCRIPT,
     SERVING_PACKAGES,
     STATIC_MODEL,
 )
@@ -536,6 +538,125 @@ def test_mcp_over_http_from_the_image(image: str) -> None:
         assert state["ExitCode"] == 0
     finally:
         docker_cli("rm", "--force", container, check=False)
+
+
+# --- the client configurations in docker/agents, run as written ------------------------------
+#
+# Each example's command line (or URL) exactly as configured, only its placeholders replaced:
+# the image name, the index path and the URL of a served image. Docker Agent gives a toolset
+# 10 s to answer tools/list at start; the rest list tools before the user's first prompt.
+
+AGENTS = REPOSITORY / "docker" / "agents"
+AGENT_CONFIGS = sorted(path.name for path in AGENTS.iterdir() if path.suffix in {".json", ".yaml"})
+PLACEHOLDER_IMAGE = "my-docs-search"
+PLACEHOLDER_INDEXES = ("/absolute/path/to/vectors.duckdb", "/app/vectors.duckdb")
+PLACEHOLDER_URL = "http://localhost:8000/mcp"
+PLACEHOLDER_TOKEN = "change-me"
+TOOLS_LISTED_WITHIN_S = 10
+
+
+def configured_servers(name: str) -> list[dict]:
+    """The MCP servers a configuration file names: Docker Agent's mcp toolsets, or the
+    ``mcpServers`` of Claude Desktop and Cursor."""
+    text = (AGENTS / name).read_text()
+    if name.endswith(".json"):
+        return list(json.loads(text)["mcpServers"].values())
+    agents = yaml.safe_load(text)["agents"].values()
+    return [
+        toolset for agent in agents for toolset in agent["toolsets"] if toolset["type"] == "mcp"
+    ]
+
+
+@pytest.fixture(scope="session")
+def local_index(docs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documents the image holds, indexed on this machine (the CLI examples' index)."""
+    path = tmp_path_factory.mktemp("agents") / "vectors.duckdb"
+    with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        index_folder(store, docs, urls=UrlRule("https://docs.example.com/"))
+    return path
+
+
+def substituted(value: str, image: str, index: Path, url: str) -> str:
+    for placeholder, real in [
+        (PLACEHOLDER_IMAGE, image),
+        *((placeholder, str(index)) for placeholder in PLACEHOLDER_INDEXES),
+        (PLACEHOLDER_URL, url),
+    ]:
+        if value == placeholder:
+            return real
+    return value
+
+
+def served_image_url(image: str, token: str) -> tuple[str, str]:
+    """The image serving streamable HTTP as docker-agent-remote.yaml says to start it (on a
+    free port); its /mcp URL and container id."""
+    port = free_port()
+    container = docker_cli(
+        "run", "-d", "-p", f"127.0.0.1:{port}:8000", "-e", f"DUCKDB_VECTORS_AUTH_TOKEN={token}",
+        image, "mcp", "--transport", "http", "--host", "0.0.0.0",
+    ).stdout.strip()  # fmt: skip
+    wait_until_ready(f"http://127.0.0.1:{port}/health", container)
+    return f"http://127.0.0.1:{port}/mcp", container
+
+
+def transport_of(server: dict, image: str, index: Path, url: str) -> Any:
+    """What the configuration starts or reaches, placeholders replaced: a spawned command
+    (the environment as the client passes it: its own, plus the entry's env), or a URL."""
+    if "remote" in server:
+        remote = server["remote"]
+        assert remote["transport_type"] == "streamable"
+        headers = dict(remote.get("headers", {}))
+        http = httpx2.AsyncClient(headers=headers, timeout=60)
+        return streamable_http_client(
+            substituted(remote["url"], image, index, url), http_client=http
+        )
+    local = {
+        "PATH": os.pathsep.join([str(Path(SCRIPT).parent), os.environ["PATH"]]),  # the CLI
+        "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL),  # no hub here: the model's files
+    }
+    env = {
+        key: substituted(str(value), image, index, url)
+        for key, value in server.get("env", {}).items()
+    }
+    return StdioServerParameters(
+        command=server["command"],
+        args=[substituted(argument, image, index, url) for argument in server["args"]],
+        env={**os.environ, **local, **env},
+    )
+
+
+@pytest.mark.parametrize("name", AGENT_CONFIGS)
+def test_every_agent_configuration_lists_the_tools_and_searches(
+    name: str, image: str, local_index: Path
+) -> None:
+    servers = configured_servers(name)
+    assert servers, f"{name} configures no MCP server"
+    remote = any("remote" in server for server in servers)
+    url, container = served_image_url(image, PLACEHOLDER_TOKEN) if remote else ("", None)
+    ours = ("ps", "-aq", "--filter", f"ancestor={image}")  # other tests' containers stay
+    before = set(docker_cli(*ours).stdout.split())
+
+    async def scenario(server: dict) -> None:
+        started = time.monotonic()
+        transport = transport_of(server, image, local_index, url)
+        async with Client(transport, mode="legacy", read_timeout_seconds=60) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            listed = time.monotonic() - started
+            assert tools == list(TOOL_ORDER)
+            assert listed < TOOLS_LISTED_WITHIN_S, f"tools listed after {listed:.1f} s"
+            result = await client.call_tool("search", {"query": "which agents can connect?"})
+            assert result.is_error is False
+            assert result.structured_content["results"][0]["source"] == "guides/agents.md"
+            assert AGENTS_PAGE in result.content[0].text  # what a text-only client shows
+
+    try:
+        for server in servers:
+            anyio.run(scenario, server)
+    finally:
+        spawned = set(docker_cli(*ours).stdout.split()) - before
+        leftovers = [*spawned, *([container] if container else [])]
+        if leftovers:
+            docker_cli("rm", "--force", *leftovers, check=False)
 
 
 def free_port() -> int:

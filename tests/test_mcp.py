@@ -6,16 +6,19 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import pytest
 from conftest import DEFAULT_BACKEND, SCRIPT, STATIC_MODEL
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from duckdb_vectors import UrlRule, VectorStore, index_folder
 from duckdb_vectors.mcp_server import IMMUTABLE_TTL_MS, RESOURCES_PAGE, TOOL_ORDER, cache_hints
+from duckdb_vectors.resources import available_cpus
 
 EXAMPLE_DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 
@@ -477,15 +480,18 @@ def test_resources_list_is_paginated(tmp_path: Path) -> None:
     anyio.run(scenario)
 
 
-# Records, as the real server starts, whether the MCP SDK was imported yet.
-LOAD_STARTS_BEFORE_SDK = """
-import sys
+# Records, as the real server starts its load, whether the MCP SDK was imported yet and how
+# many requests had been answered; the first argument is the CPUs the process may run on.
+LOAD_START = """
+import os, sys
+os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[: int(sys.argv[1])]))
 from duckdb_vectors import warming
 from duckdb_vectors.cli import main
 
 start = warming.BackgroundWarmUp.start
 def recorded_start(self):
-    print("sdk imported when the load started:", "mcp" in sys.modules, file=sys.stderr)
+    if not self._started.locked():
+        print("sdk imported when the load started:", "mcp" in sys.modules, file=sys.stderr)
     return start(self)
 warming.BackgroundWarmUp.start = recorded_start
 sys.argv = ["duckdb-vectors", "mcp"]
@@ -494,17 +500,51 @@ main()
 
 
 @pytest.mark.slow
-def test_the_index_starts_loading_before_the_mcp_sdk_is_imported(index: Path) -> None:
-    """The SDK's import (about a second) overlaps the load, so a spawned server is ready to
-    search sooner; the server still answers (here: stdin closes at once, and it exits)."""
-    environment = {**os.environ, **server(index).env}
-    result = subprocess.run(
-        [sys.executable, "-c", LOAD_STARTS_BEFORE_SDK],
-        input="",
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=120,
+@pytest.mark.skipif(available_cpus() < 2, reason="needs two CPUs, to give one up")
+@pytest.mark.parametrize(("cpus", "early"), [(2, True), (1, False)], ids=["two-cpus", "one-cpu"])
+def test_the_load_overlaps_the_sdk_import_only_with_a_cpu_to_spare(
+    index: Path, cpus: int, early: bool
+) -> None:
+    """With two CPUs the load starts before the SDK's import, which overlaps it; with one
+    (docker run --cpus 1, as the Docker MCP Gateway runs a server) it would only delay the
+    handshake, so it starts once the first answer is out. Either way the search answers."""
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", LOAD_START, str(cpus)],
+        env={**os.environ, **server(index).env},
     )
-    assert result.returncode == 0, result.stderr
-    assert "sdk imported when the load started: False" in result.stderr
+
+    async def scenario(stderr: TextIO) -> None:
+        transport = stdio_client(parameters, errlog=stderr)
+        async with Client(transport, mode="legacy", read_timeout_seconds=60) as client:
+            result = await client.call_tool("search", {"query": "E1234"})
+            assert result.structured_content["results"][0]["chunk_id"] == "errors"
+
+    with tempfile.TemporaryFile("w+") as stderr:
+        anyio.run(scenario, stderr)
+        stderr.seek(0)
+        lines = stderr.read().splitlines()
+    assert lines.count(f"sdk imported when the load started: {not early}") == 1, lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_an_immutable_index_advertises_no_change_notifications(index: Path, mode: str) -> None:
+    """Nothing in a served index changes under a client: neither era's capabilities offer
+    list-changed notifications or resource subscriptions, and subscriptions/listen is not
+    served."""
+
+    async def scenario() -> None:
+        async with Client(server(index), mode=mode, read_timeout_seconds=60) as client:
+            capabilities = client.server_capabilities.model_dump(exclude_none=True)
+            assert {"tools", "resources"} <= set(capabilities)
+            offered = {
+                (kind, flag)
+                for kind, flags in capabilities.items()
+                if isinstance(flags, dict)
+                for flag, value in flags.items()
+                if value is True
+            }
+            assert offered == set(), offered
+
+    anyio.run(scenario)

@@ -4,12 +4,15 @@ memory while loading would be restarted, load again and be killed again."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
 from conftest import DEFAULT_BACKEND, INTRO_TEXTS, STATIC_MODEL
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from duckdb_vectors import VectorStore, resources
+from duckdb_vectors.warming import BackgroundWarmUp
 
 QUERIES = ["what is an embedded database", "install the python package", "zzz no such words"]
 
@@ -76,3 +79,40 @@ def test_a_container_limit_is_its_room_left(
     assert resources.available_memory() == 200 << 20
     (tmp_path / "memory.max").write_text("max\n")
     assert resources.available_memory() > 300 << 20  # the machine's (it moves between reads)
+
+
+def test_a_server_under_a_cpu_quota_runs_one_blas_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--cpus 1`: the warm-up caps numpy's BLAS at one thread, however many cores it sees."""
+    with VectorStore(tmp_path / "x.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts(INTRO_TEXTS)
+    monkeypatch.setattr(resources, "_CGROUP_ROOT", tmp_path)
+    (tmp_path / "cpu.max").write_text("100000 100000\n")
+    before = threadpool_info()
+    try:
+        with VectorStore(tmp_path / "x.duckdb", read_only=True, model_path=STATIC_MODEL) as store:
+            assert BackgroundWarmUp(store).wait() is None
+        blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+        assert blas == {1}
+    finally:
+        threadpool_limits(limits=before)
+
+
+def test_a_cpu_quota_caps_the_cpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`docker run --cpus` is a quota: cgroup v2's cpu.max or v1's two files; no quota (or
+    "max") leaves the CPUs the process may run on."""
+    monkeypatch.setattr(resources, "_CGROUP_ROOT", tmp_path)
+    cpus = len(os.sched_getaffinity(0))
+    assert resources.available_cpus() == cpus
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert resources.available_cpus() == cpus
+    (tmp_path / "cpu.max").write_text("50000 100000\n")
+    assert resources.available_cpus() == 0.5
+    (tmp_path / "cpu.max").unlink()
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert resources.available_cpus() == cpus
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("100000\n")
+    assert resources.available_cpus() == min(cpus, 1.0)

@@ -42,6 +42,8 @@ _MODEL_OPTIONS = {"mmap": True}
 # BLAS thread (bench/index_throughput.py). The limit is process-wide while it lasts.
 _BLAS = ThreadpoolController()
 logger = logging.getLogger(__name__)
+# Set by quiet_fastembed_logs: fastembed's log lines go off when it is imported.
+_QUIET = threading.Event()
 _OFFLINE_HINT = (
     "set DUCKDB_VECTORS_MODEL_PATH (or model_path=) to a local copy of the model, "
     "or allow network access so it can be downloaded"
@@ -337,7 +339,24 @@ def _import_fastembed() -> Any:
             import onnxruntime  # noqa: F401
     from fastembed import TextEmbedding
 
+    if _QUIET.is_set():
+        _disable_fastembed_logs()
     return TextEmbedding
+
+
+def quiet_fastembed_logs() -> None:
+    """Switch fastembed's own log lines off (the CLI's one-line errors say what they would):
+    now if it is loaded, else once it is imported, so a process that never uses it does not
+    import its logger (loguru) either."""
+    _QUIET.set()
+    if "fastembed" in sys.modules:
+        _disable_fastembed_logs()
+
+
+def _disable_fastembed_logs() -> None:
+    from loguru import logger as fastembed_logger
+
+    fastembed_logger.disable("fastembed")
 
 
 @contextmanager
