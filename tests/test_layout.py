@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "duckdb_vectors"
@@ -15,6 +16,7 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@cache
 def _trees() -> dict[str, tuple[Path, ast.Module]]:
     return {
         _module_name(path): (path, ast.parse(path.read_text(), str(path)))
@@ -42,6 +44,7 @@ def _imported(module: str, path: Path, tree: ast.Module, known: set[str]) -> set
     return {name for name in found if name in known} - {module}
 
 
+@cache
 def _imports() -> dict[str, set[str]]:
     trees = _trees()
     return {name: _imported(name, *trees[name], set(trees)) for name in trees}
