@@ -16,7 +16,7 @@ DOCS ?= examples/docs
 BACKEND ?=
 Q ?= how do retries work?
 
-.PHONY: install clients oldest-duckdb demo test lint format bench clean builder image run mcp hadolint
+.PHONY: install clients oldest-duckdb demo test test-fast lint format bench clean builder image run mcp hadolint
 
 install: $(VENV)/.installed
 
@@ -59,6 +59,12 @@ demo: install
 test: install clients oldest-duckdb
 	eval "$$(bash docker/engine-env.sh $(SHARED))" && \
 	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest
+
+# The loop to run while changing code: everything but the tests marked slow or container
+# (about a minute on two idle cores). `make test` runs them all.
+FAST_TESTS := -m "not slow and not container"
+test-fast: install oldest-duckdb
+	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest $(FAST_TESTS) -q
 
 lint: install
 	$(BIN)/ruff check $(PY_SOURCES)

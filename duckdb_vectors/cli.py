@@ -25,13 +25,22 @@ from .config import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MCP_HOST,
     DEFAULT_MCP_PORT,
+    Quantization,
     Settings,
+    is_url,
+    parse_duration,
 )
 from .embedders.fastembed import quiet_fastembed_logs
-from .errors import DuckDBVectorsError, InvalidFilterError, InvalidRankingSQLError, SliceError
+from .errors import (
+    BuildError,
+    DuckDBVectorsError,
+    InvalidFilterError,
+    InvalidRankingSQLError,
+    SkillError,
+    SliceError,
+)
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
-from .manifest import Quantization
 from .rendering import (
     MIN_MAX_TOKENS,
     SearchOutput,
@@ -60,7 +69,7 @@ class IndexLocation(click.ParamType):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> Path | str:
-        return value if remote.is_url(value) else self._path.convert(value, param, ctx)
+        return value if is_url(value) else self._path.convert(value, param, ctx)
 
 
 def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -78,7 +87,7 @@ def max_age_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
     def as_seconds(_: click.Context, __: click.Parameter, text: str | None) -> float | None:
         try:
-            return None if text is None else remote.parse_duration(text)
+            return None if text is None else parse_duration(text)
         except ValueError as error:
             raise click.BadParameter(str(error)) from None
 
@@ -385,7 +394,7 @@ def pull(url: str, max_age: float | None, as_json: bool) -> None:
     """Fetch a published index (or refresh its cached copy) and print where the copy is.
 
     Without --max-age the server is always asked (a 304 downloads nothing)."""
-    if not remote.is_url(url):
+    if not is_url(url):
         raise click.BadParameter(f"{url} is not an http(s):// URL", param_hint="URL")
     settings = Settings.resolve()
     pulled = remote.pull(url, settings.cache_dir, 0.0 if max_age is None else max_age)
@@ -681,15 +690,20 @@ def mcp(
     """Serve search, fetch and report to agents (Model Context Protocol)."""
     from .warming import BackgroundWarmUp
 
-    settings = Settings.resolve(read_only=read_only, auth_token=auth_token)
-    # A server is read-only unless told otherwise, by the flag or DUCKDB_VECTORS_READ_ONLY,
-    # which is parsed by the same rule as everywhere else.
-    read_only = settings.read_only if "read_only" in settings.model_fields_set else True
+    settings = Settings.resolve(
+        db_path=db_path,
+        backend=backend,
+        model_path=model_path,
+        read_only=read_only,
+        max_age=max_age,
+        auth_token=auth_token,
+    )
+    # A server is read-only unless told otherwise, by the flag or DUCKDB_VECTORS_READ_ONLY.
+    if "read_only" not in settings.model_fields_set:
+        settings = settings.model_copy(update={"read_only": True})
     # The index file is opened first, so a bad path fails at once; with a CPU to spare its
     # load starts before the MCP SDK is imported, which then overlaps it.
-    with VectorStore(
-        db_path, backend, model_path=model_path, read_only=read_only, max_age=max_age
-    ) as store:
+    with VectorStore.from_settings(settings) as store:
         warm_up = BackgroundWarmUp(store).start_early()
         from .mcp_server import build_server, serve_stdio
 
@@ -754,7 +768,6 @@ def bake(
 ) -> None:
     """Bake the documents in DOCS into a verified index image: build, label, check, tag."""
     from .container.bake import bake as bake_image
-    from .container.engine import BuildError
     from .container.labels import user_labels
 
     try:
@@ -853,7 +866,7 @@ def skill(
     """Write an Agent Skill (NAME/SKILL.md) that tells an agent with a shell how to search a
     published index or a baked image: when to use it, the commands, how to cite, what to do
     offline. Loads no model."""
-    from .skills import SkillError, SkillOptions, check_name, image_skill, url_skill, write_skill
+    from .skills import SkillOptions, check_name, image_skill, url_skill, write_skill
 
     if (url is None) == (image is None):
         raise click.UsageError("pass --db URL or --image IMAGE (one of them)")
@@ -862,7 +875,7 @@ def skill(
             check_name(name)
         except SkillError as error:
             raise click.BadParameter(str(error), param_hint="--name") from None
-    if url is not None and not remote.is_url(url):
+    if url is not None and not is_url(url):
         raise click.BadParameter(
             f"{url} is not an http(s):// URL: publish the index file first"
             " (docs/publishing.md), or bake it and pass --image",
@@ -870,8 +883,7 @@ def skill(
         )
     options = SkillOptions(name=name, about=about, example_query=example_query)
     if url is not None:
-        settings = Settings.resolve()
-        made = url_skill(url, options, cache_dir=settings.cache_dir, max_age=max_age)
+        made = url_skill(url, options, max_age=max_age)
     else:
         made = image_skill(image or "", options)
     if to_stdout:

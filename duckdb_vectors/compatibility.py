@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import DEFAULT_BACKEND
+from .config import DEFAULT_BACKEND, Quantization
 from .embedders import Embedder, canonical_backend
 from .errors import IndexMismatchError
-from .manifest import Manifest, Quantization
+from .manifest import Manifest
 from .terms import DEFAULT_LANGUAGE, checked_language
 
 

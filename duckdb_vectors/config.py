@@ -1,7 +1,12 @@
-"""Configuration: constructor argument > ``DUCKDB_VECTORS_*`` environment variable > default."""
+"""Configuration: constructor argument > ``DUCKDB_VECTORS_*`` environment variable > default.
+
+A leaf: the values settings take (durations, index URLs, quantizations) are defined here, and
+the modules that use them (remote, manifest, cli) import them from here.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -9,14 +14,43 @@ from pydantic import ByteSize, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import InvalidSettingError
-from .manifest import Quantization
-from .remote import DEFAULT_MAX_AGE, is_url, parse_duration
 
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 DEFAULT_BASE_IMAGE = "python:3.12-slim"  # what `bake` builds the runtime image on
 DEFAULT_MCP_HOST = "127.0.0.1"  # `mcp --transport http` binds to localhost unless told
 DEFAULT_MCP_PORT = 8000
 DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as `index --max-file-size` counts them
+DEFAULT_MAX_AGE = 2 * 86400.0  # seconds: a published index is re-checked every two days
+
+# How an index may store its vectors besides float32 (see ``quantization``).
+Quantization = Literal["int8"]
+
+URL_SCHEMES = ("http://", "https://")
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", re.IGNORECASE)
+
+
+def is_url(value: object) -> bool:
+    """Whether ``value`` names a published index (http:// or https://), not a local file."""
+    return isinstance(value, str) and value.lower().startswith(URL_SCHEMES)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``15m``, ``6h`` or ``2d``."""
+    found = _DURATION.fullmatch(text)
+    if not found:
+        raise ValueError(f"{text!r} is not a duration: give seconds, or a number with s/m/h/d")
+    return float(found.group(1)) * DURATION_UNITS[(found.group(2) or "s").lower()]
+
+
+def describe_age(seconds: float | None) -> str:
+    """``parse_duration`` backwards: ``2.0d``, ``1.5h``, ``12.0m`` or ``40s``."""
+    if seconds is None:
+        return "an unknown time"
+    for unit in "dhm":
+        if seconds >= DURATION_UNITS[unit]:
+            return f"{seconds / DURATION_UNITS[unit]:.1f}{unit}"
+    return f"{seconds:.0f}s"
 
 
 # The BM25 share of the fused score, by the kind of model that made the vectors (see
@@ -27,7 +61,7 @@ TRANSFORMER_LEXICAL_WEIGHT = 0.5
 
 
 class FusionSettings(BaseSettings):
-    """How the vector and lexical rankings are fused into one list (see ``search.fuse``)."""
+    """How the vector and lexical rankings are fused into one list (see ``ranking.fuse``)."""
 
     model_config = SettingsConfigDict(env_prefix="DUCKDB_VECTORS_FUSION_", extra="ignore")
 
@@ -128,7 +162,9 @@ class Settings(BaseSettings):
     @field_validator("max_age", mode="before")
     @classmethod
     def _duration(cls, value: object) -> object:
-        return parse_duration(value) if isinstance(value, str | int | float) else value
+        # Text (the environment, or an SDK argument such as "6h"); a number is seconds already,
+        # as the CLI's --max-age hands it over, parsed once by the same function.
+        return parse_duration(value) if isinstance(value, str) else value
 
     @classmethod
     def resolve(cls, **given: Any) -> Settings:

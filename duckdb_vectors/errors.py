@@ -42,3 +42,50 @@ class SliceError(DuckDBVectorsError, ValueError):
 
 class EmbedderError(DuckDBVectorsError):
     """The embedding backend is unknown, misconfigured, or its model cannot be loaded."""
+
+
+class RemoteIndexError(DuckDBVectorsError):
+    """A published index that cannot be fetched (and has no cached copy), or is refused."""
+
+
+class UnknownIdError(DuckDBVectorsError, LookupError):
+    """``fetch`` was given an id that is neither a chunk id nor a source of the index."""
+
+
+class EvaluationInputError(DuckDBVectorsError, ValueError):
+    """The queries, judgments and index have nothing in common to measure."""
+
+
+class SkillError(DuckDBVectorsError, ValueError):
+    """A skill that cannot be written as asked: a bad name, or nothing to describe."""
+
+
+# The container toolkit's (bake, inspect).
+class EngineError(DuckDBVectorsError):
+    """No engine answers, or it refused a request."""
+
+
+class BuildError(DuckDBVectorsError):
+    """A build step failed; ``log_tail`` holds the build's last lines of output."""
+
+    def __init__(self, message: str, log_tail: list[str]) -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+class BakeError(DuckDBVectorsError):
+    """The bake could not make a working image; nothing was tagged."""
+
+
+class BakeInputError(BakeError, ValueError):
+    """The documents folder, model folder or tag given to ``bake`` cannot be used."""
+
+
+class ImageError(DuckDBVectorsError):
+    """The image is not there, or carries no manifest."""
+
+
+# Not a DuckDBVectorsError: a chunker's word to the indexer, which reports the file as skipped
+# with this reason and goes on.
+class SkipFile(Exception):
+    """Raised by a chunker for a file it cannot index; the message is the reason shown."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .errors import DuckDBVectorsError
+from .errors import EvaluationInputError
 from .models import SearchResult
 from .store import VectorStore
 
@@ -70,10 +70,6 @@ class ModeReport:
     mrr_at_10: float = 0.0
     latency_ms: dict[str, float] = field(default_factory=dict)
     queries: int = 0  # judged queries: in both files, with a positive judgment
-
-
-class EvaluationInputError(DuckDBVectorsError, ValueError):
-    """The queries, judgments and index have nothing in common to measure."""
 
 
 def judged_queries(queries: dict[str, str], qrels: dict[str, dict[str, int]]) -> list[str]:

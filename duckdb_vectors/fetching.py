@@ -14,16 +14,12 @@ from pydantic import BaseModel, Field
 
 from .budget import fit
 from .citations import document_uri, url_of
-from .errors import DuckDBVectorsError
+from .errors import UnknownIdError
 from .models import Chunk
 from .store import VectorStore
 
 MAX_CONTEXT = 20  # chunks on each side of a fetched chunk
 Kind = Literal["document", "chunk"]
-
-
-class UnknownIdError(DuckDBVectorsError, LookupError):
-    """``fetch`` was given an id that is neither a chunk id nor a source of the index."""
 
 
 class Fetched(BaseModel):

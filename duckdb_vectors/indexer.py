@@ -26,13 +26,12 @@ from .chunkers import (
     BinaryChunker,
     Chunker,
     CompositeChunker,
-    SkipFile,
     decode_text,
     default_chunker,
 )
 from .citations import UrlRule
 from .config import DEFAULT_MAX_FILE_BYTES
-from .errors import DuckDBVectorsError
+from .errors import DuckDBVectorsError, SkipFile
 from .models import Chunk
 from .progress import counted
 from .rows import embedding_text

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
-from typing import Literal
 
 import duckdb
 from pydantic import BaseModel, Field, ValidationError
 
+from .config import Quantization
 from .db import scalar
 from .errors import NotAnIndexError
 from .schema import SCHEMA_VERSION
 from .slices import SliceCount
 from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME
-
-# How an index may store its vectors besides float32 (see ``quantization``).
-Quantization = Literal["int8"]
 
 
 class Manifest(BaseModel):

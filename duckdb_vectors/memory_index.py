@@ -23,12 +23,13 @@ import numpy as np
 
 from . import chunk_table, postings, vector_codes
 from .bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight
+from .config import Quantization
 from .db import numpy_batches, registered, scalar, scan_buffer_pool
 from .errors import NotAnIndexError
-from .manifest import Quantization
 from .models import Chunk
 from .quantization import Int8Vectors
-from .search import TIE_TOLERANCE, Ranking, Scope
+from .ranking import TIE_TOLERANCE, Ranking
+from .search import Scope
 
 # Above this many chunks the rows returned with results are read from DuckDB per query (8-10 ms
 # for ten at a million chunks, where the vector scan takes 50-200) instead of being held:

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .search import tie_order
+from .ranking import tie_order
 
 # Exact top-k needs the best k of the exact scores to be among the best RESCORE_FACTOR * k of
 # the approximate ones. At 1M rows (real and random vectors, 100-300 queries) 1.5x k gave a
@@ -202,7 +202,7 @@ def rescore(
 
     Returns:
         Row indices and their exact cosine scores (float32), best first; ties within
-        ``search.TIE_TOLERANCE`` by ascending row, as ``search.tie_order`` orders keys.
+        ``ranking.TIE_TOLERANCE`` by ascending row, as ``ranking.tie_order`` orders keys.
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")

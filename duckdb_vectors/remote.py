@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -27,8 +26,9 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from .config import DEFAULT_MAX_AGE, describe_age
 from .db import connect
-from .errors import DuckDBVectorsError, NotAnIndexError
+from .errors import NotAnIndexError, RemoteIndexError
 from .manifest import read_manifest
 from .schema import check_readable
 
@@ -37,31 +37,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-URL_SCHEMES = ("http://", "https://")
-DEFAULT_MAX_AGE = 2 * 86400.0  # seconds: a published index is re-checked every two days
 LOCK_TIMEOUT = 600.0  # seconds another process's download may hold the lock
 HTTP_TIMEOUT = 30.0  # seconds a read may stall
 CONNECT_TIMEOUT = 10.0
-DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", re.IGNORECASE)
-
-
-class RemoteIndexError(DuckDBVectorsError):
-    """A published index that cannot be fetched (and has no cached copy), or is refused."""
-
-
-def is_url(value: object) -> bool:
-    return isinstance(value, str) and value.lower().startswith(URL_SCHEMES)
-
-
-def parse_duration(text: str | float) -> float:
-    """Seconds from ``90``, ``90s``, ``15m``, ``6h`` or ``2d``."""
-    if isinstance(text, int | float):
-        return float(text)
-    found = _DURATION.fullmatch(text)
-    if not found:
-        raise ValueError(f"{text!r} is not a duration: give seconds, or a number with s/m/h/d")
-    return float(found.group(1)) * DURATION_UNITS[(found.group(2) or "s").lower()]
 
 
 def default_cache_dir() -> Path:
@@ -148,15 +126,6 @@ def pull(url: str, cache_dir: Path | None, max_age: float = DEFAULT_MAX_AGE) -> 
             return PullResult(copy, "stale")
         _write_atomically(sidecar, json.dumps(asdict(copy), indent=2).encode())
         return PullResult(copy, outcome)
-
-
-def describe_age(seconds: float | None) -> str:
-    if seconds is None:
-        return "an unknown time"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.0f}s"
 
 
 def _fresh(copy: CachedCopy, max_age: float) -> bool:

@@ -13,8 +13,8 @@ from pydantic import BaseModel, Field
 
 from .budget import TRUNCATION_MARKER, estimate_tokens, fit
 from .citations import document_uri, url_of
+from .config import describe_age
 from .models import IndexReport, SearchResult
-from .remote import describe_age
 from .search import MATCH_FELL_BACK
 
 # Only their types are needed here: the container modules import the Docker SDK, and the

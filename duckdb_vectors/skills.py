@@ -26,9 +26,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from .errors import DuckDBVectorsError
+from .config import DEFAULT_MAX_AGE, describe_age, is_url
+from .errors import SkillError
 from .manifest import Manifest, package_version
-from .remote import DEFAULT_MAX_AGE, describe_age, is_url
 from .slices import SliceCount
 
 if TYPE_CHECKING:
@@ -49,10 +49,6 @@ PLACEHOLDER_SOURCE = "SOURCE"
 PLACEHOLDER_CHUNK = "CHUNK_ID"
 
 Kind = Literal["url", "image"]
-
-
-class SkillError(DuckDBVectorsError, ValueError):
-    """A skill that cannot be written as asked: a bad name, or nothing to describe."""
 
 
 def check_name(name: str) -> str:
@@ -162,7 +158,6 @@ def url_skill(
     url: str,
     options: SkillOptions,
     *,
-    cache_dir: Path | None = None,
     max_age: float | None = None,
 ) -> Skill:
     """The skill for the index published at ``url``, described by its report (the index is
@@ -174,9 +169,7 @@ def url_skill(
             f"{url} is not the http(s):// URL of a published index: publish the file first"
             " (docs/publishing.md)"
         )
-    with VectorStore(
-        url, read_only=True, memory_index=False, cache_dir=cache_dir, max_age=max_age
-    ) as store:
+    with VectorStore(url, read_only=True, memory_index=False, max_age=max_age) as store:
         facts = IndexFacts.from_store(store)
     return render_skill(SkillTarget("url", url), facts, options)
 

@@ -38,7 +38,9 @@ from .config import (
     STATIC_LEXICAL_WEIGHT,
     TRANSFORMER_LEXICAL_WEIGHT,
     FusionSettings,
+    Quantization,
     Settings,
+    is_url,
 )
 from .db import (
     Transaction,
@@ -51,7 +53,7 @@ from .db import (
 from .embedders import Embedder, get_embedder
 from .errors import NotAnIndexError, ReadOnlyError
 from .inputs import MAX_RESULTS
-from .manifest import Manifest, Quantization, read_manifest, refreshed, write_manifest
+from .manifest import Manifest, read_manifest, refreshed, write_manifest
 from .memory_index import MemoryIndex, estimated_bytes
 from .models import Chunk, IndexReport, PublishedSource, SearchResults, VectorPage
 from .ranking_sql import execute_user_sql, validate_fragment
@@ -136,8 +138,19 @@ class VectorStore:
             "fusion": fusion,
             "max_age": max_age,
         }
-        self.settings = Settings.resolve(**given)
-        self.source_url, self.db_path = self._local_file(self.settings)
+        self._open(Settings.resolve(**given), embedder)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> VectorStore:
+        """A store on settings resolved already: an entry point that reads settings of its own
+        (the MCP server's read-only default and token) resolves them all once, here included."""
+        store = cls.__new__(cls)
+        store._open(settings, embedder)
+        return store
+
+    def _open(self, settings: Settings, embedder: Embedder | None) -> None:
+        self.settings = settings
+        self.source_url, self.db_path = self._local_file(settings)
         self.read_only = self.settings.read_only or self.source_url is not None
         self._lock = threading.RLock()
         # A file this store creates is removed again on close if nothing was ever committed
@@ -171,7 +184,7 @@ class VectorStore:
     @staticmethod
     def _local_file(settings: Settings) -> tuple[str | None, Path]:
         """The published index's URL (None for a local file) and the file to open."""
-        if not remote.is_url(settings.db_path):
+        if not is_url(settings.db_path):
             return None, Path(settings.db_path)
         url = str(settings.db_path)
         if "read_only" in settings.model_fields_set and not settings.read_only:

@@ -18,6 +18,7 @@ import duckdb
 import numpy as np
 
 from .db import array_width, numpy_batches, registered, registered_arrow
+from .quantization import int8_codes
 
 TABLE = "vector_codes"
 # Chunks coded per statement: bounds the float32 vectors held while coding (64 MB at 256
@@ -41,10 +42,6 @@ def sync(connection: duckdb.DuckDBPyConnection, dimension: int) -> int:
     New chunks have the highest keys, so codes are appended in key order and the table stays
     stored in key order, as ``MemoryIndex`` reads it.
     """
-    # Imported here: quantization ranks with search, which reads chunks through chunk_table,
-    # which deletes codes through this module.
-    from .quantization import int8_codes
-
     if width(connection) is None:  # no rows yet: the column can be added by recreating it
         connection.execute(
             f"CREATE OR REPLACE TABLE {TABLE} (key BIGINT NOT NULL, codes TINYINT[{dimension}]"

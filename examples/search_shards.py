@@ -3,7 +3,7 @@
 duckdb-vectors has no multi-index call; this is the recipe a caller runs. Each shard returns
 its own candidates for each signal — cosine similarity (``query_vectors``) and BM25
 (``query_text``) — and the candidates of all shards are fused here the way one index fuses its
-own (relative score fusion, ``search.fuse``): each signal divided by its best score over all
+own (relative score fusion, ``ranking.fuse``): each signal divided by its best score over all
 shards, a chunk missing from a signal given that signal's lowest value, then weighted.
 
 Cosine scores compare across shards (one model, one query vector), so the vector side is exact.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ def test_the_estimate_is_four_characters_a_token_for_english_and_more_for_other_
     assert estimate_tokens("数据库查询") == 4  # 15 bytes
 
 
+@pytest.mark.slow
 @given(st.text(min_size=0, max_size=400), st.integers(min_value=0, max_value=120))
 def test_fit_keeps_a_start_of_the_text_within_the_budget(text: str, budget: int) -> None:
     piece = fit(text, budget)

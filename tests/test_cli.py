@@ -280,6 +280,7 @@ def test_a_failed_first_run_leaves_no_index_and_an_empty_index_says_so(tmp_path:
 # and a terminal for the progress bar.
 
 
+@pytest.mark.slow
 def test_the_installed_script_writes_results_to_stdout_and_the_rest_to_stderr(
     tmp_path: Path,
 ) -> None:
@@ -293,6 +294,7 @@ def test_the_installed_script_writes_results_to_stdout_and_the_rest_to_stderr(
     assert result.stderr.strip() == "bad.md: skipped: binary file (application/octet-stream)"
 
 
+@pytest.mark.slow
 def test_a_model_that_cannot_be_loaded_is_one_line(indexed: Path, tmp_path: Path) -> None:
     """No local model and no network: fastembed's own log lines stay out of the way."""
     environment = {
@@ -313,6 +315,7 @@ def test_a_model_that_cannot_be_loaded_is_one_line(indexed: Path, tmp_path: Path
     assert "DUCKDB_VECTORS_MODEL_PATH" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_locked_index_is_a_clear_error(indexed: Path) -> None:
     writer = VectorStore(indexed, model_path=STATIC_MODEL)  # holds the write lock
     try:
@@ -370,6 +373,7 @@ def imported(modules: set[str], packages: tuple[str, ...]) -> list[str]:
     return sorted(m for m in modules if any(m == p or m.startswith(f"{p}.") for p in packages))
 
 
+@pytest.mark.slow
 def test_a_search_imports_only_what_searching_needs(indexed: Path) -> None:
     """A one-shot search pays for its imports on every run: the indexer's chunkers, the HTTP
     client, the MCP server and the Docker SDK stay out, a text-only search loads no model, and
@@ -381,6 +385,7 @@ def test_a_search_imports_only_what_searching_needs(indexed: Path) -> None:
     assert imported(hybrid, NOT_FOR_SEARCH + FASTEMBED_MODULES) == []
 
 
+@pytest.mark.slow
 def test_files_are_reported_once_and_never_onto_the_progress_bar(tmp_path: Path) -> None:
     """On a terminal the bar is redrawn below each warning; the summary counts, not lists."""
     import fcntl

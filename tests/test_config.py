@@ -8,6 +8,7 @@ import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
 from duckdb_vectors import InvalidSettingError, ReadOnlyError, Settings, VectorStore
+from duckdb_vectors.config import describe_age, parse_duration
 
 
 def test_defaults() -> None:
@@ -77,3 +78,31 @@ def test_a_bad_setting_in_the_environment_is_one_line_naming_the_variable(
 def test_a_bad_argument_names_the_argument(tmp_path: Path) -> None:
     with pytest.raises(InvalidSettingError, match=r"^max_age='soon' is not valid"):
         VectorStore(tmp_path / "x.duckdb", max_age="soon")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90), ("90s", 90), ("15m", 900), ("6h", 21600), ("2d", 172800)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(None, "an unknown time"), (40, "40s"), (720, "12.0m"), (5400, "1.5h"), (172800, "2.0d")],
+)
+def test_ages_are_described_in_the_units_durations_take(seconds: float | None, text: str) -> None:
+    assert describe_age(seconds) == text
+
+
+def test_a_store_opens_on_settings_resolved_once(monkeypatch, tmp_path: Path) -> None:
+    """What an entry point resolved itself (the MCP server) opens the store as given."""
+    monkeypatch.setenv("DUCKDB_VECTORS_MODEL_PATH", str(STATIC_MODEL))
+    path = tmp_path / "resolved.duckdb"
+    settings = Settings.resolve(db_path=path, backend=DEFAULT_BACKEND, memory_index=False)
+    with VectorStore.from_settings(settings) as store:
+        store.add_texts(["opened from settings"])
+        assert store.settings is settings and store.read_only is False
+    read_only = settings.model_copy(update={"read_only": True})
+    with VectorStore.from_settings(read_only) as store, pytest.raises(ReadOnlyError):
+        store.add_texts(["refused"])

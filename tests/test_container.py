@@ -44,9 +44,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from duckdb_vectors import UrlRule, VectorStore, index_folder
-from duckdb_vectors.container.bake import BakeError, verify_image
+from duckdb_vectors.container.bake import verify_image
 from duckdb_vectors.container.catalog import SERVER_METADATA_LABEL
 from duckdb_vectors.container.engine import CREATED_BY_LABEL
+from duckdb_vectors.errors import BakeError
 from duckdb_vectors.mcp_server import IMMUTABLE_TTL_MS, TOOL_ORDER
 
 pytestmark = [pytest.mark.slow, pytest.mark.container]

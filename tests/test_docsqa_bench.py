@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 from conftest import REPOSITORY, STATIC_MODEL
 
+# Both tests read one run of the benchmark script (a few seconds).
+pytestmark = pytest.mark.slow
+
 SCRIPT = REPOSITORY / "bench" / "docsqa.py"
 PAGES = {
     "orchard.md": "# Pruning apple trees\n\nPrune apple trees in late winter, while the trees"

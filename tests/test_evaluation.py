@@ -36,6 +36,7 @@ def xquad_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_metrics_match_trec_eval_on_a_real_run(xquad_index: Path) -> None:
     queries = load_queries(XQUAD_EN / "queries.jsonl")
     qrels = load_qrels(XQUAD_EN / "qrels" / "test.tsv")
@@ -70,6 +71,7 @@ def run_eval(index: Path, *options: str) -> Result:
     )
 
 
+@pytest.mark.slow
 def test_eval_command_json(xquad_index: Path) -> None:
     result = run_eval(xquad_index, "--modes", "hybrid,text", "--json")
     assert result.exit_code == 0, result.stderr
@@ -84,6 +86,7 @@ def test_eval_command_refuses_unknown_modes(xquad_index: Path) -> None:
     assert result.exit_code == 2 and "unknown mode ['magic']" in result.stderr
 
 
+@pytest.mark.slow
 def test_eval_reports_how_many_queries_were_judged(xquad_index: Path) -> None:
     result = run_eval(xquad_index, "--modes", "text", "--json")
     judged = len(load_qrels(XQUAD_EN / "qrels" / "test.tsv"))
@@ -121,6 +124,7 @@ def few_qrels(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_tune_picks_the_best_share_records_it_and_reopening_uses_it(
     xquad_index: Path, tmp_path: Path, few_qrels: Path
 ) -> None:
@@ -146,6 +150,7 @@ def test_tune_picks_the_best_share_records_it_and_reopening_uses_it(
         assert store.fusion.lexical_weight == 0.25
 
 
+@pytest.mark.slow
 def test_tune_says_what_it_recorded(xquad_index: Path, tmp_path: Path, few_qrels: Path) -> None:
     index = Path(shutil.copy(xquad_index, tmp_path / "tuned.duckdb"))
     result = run_eval(index, "--tune", "--modes", "hybrid", "--qrels", str(few_qrels))

@@ -12,7 +12,8 @@ from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
 
 from duckdb_vectors import VectorStore, index_folder
 from duckdb_vectors.cli import cli
-from duckdb_vectors.fetching import UnknownIdError, fetch
+from duckdb_vectors.errors import UnknownIdError
+from duckdb_vectors.fetching import fetch
 
 EXAMPLE_DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 PAPER = EVALDATA / "pdfs" / "text" / "CIDR2020-raasveldt-muehleisen-duckdb.pdf"
@@ -31,6 +32,7 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_pdf_reads_in_page_order_with_page_markers(docs: Path) -> None:
     with VectorStore(docs, read_only=True) as store:
         fetched = fetch(store, "paper.pdf")

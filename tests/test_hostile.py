@@ -424,12 +424,13 @@ def test_very_deep_filters_are_a_clear_error(index_file: Path, operator: str) ->
 MEGABYTE = 1_000_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "query",
     [
         "retries " * (MEGABYTE // 8),
         "x" * MEGABYTE,
-        "".join(random.Random(1).choice("abc 北京é\n") for _ in range(MEGABYTE)),
+        "".join(random.Random(1).choices("abc 北京é\n", k=MEGABYTE)),
     ],
     ids=["many-words", "one-token", "mixed"],
 )
@@ -621,6 +622,7 @@ async def _call(store: VectorStore, arguments: dict[str, Any]) -> tuple[Any, Any
         return result, after
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

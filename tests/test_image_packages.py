@@ -48,6 +48,7 @@ def needed(backend: str, model: Path) -> set[str]:
     return set(json.loads(result.stdout))
 
 
+@pytest.mark.slow
 def test_a_static_model_needs_no_onnx_runtime_and_keeps_the_chunkers() -> None:
     kept = needed(DEFAULT_BACKEND, STATIC_MODEL)
     assert kept >= SERVING_PACKAGES | CHUNKER_PACKAGES

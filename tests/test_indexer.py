@@ -74,6 +74,7 @@ def test_the_duckdb_documentation_folder(tmp_path: Path) -> None:
         assert store.manifest.content_hash == store.manifest.content_hash
 
 
+@pytest.mark.slow
 def test_pdfs_are_indexed_and_unindexable_ones_reported(tmp_path: Path) -> None:
     folder = tmp_path / "pdfs"
     shutil.copytree(PDFS, folder)
@@ -108,6 +109,7 @@ def test_a_second_run_over_an_unchanged_folder_embeds_nothing(docs: Path, db_pat
         assert store.manifest.content_hash == hash_after_first
 
 
+@pytest.mark.slow
 def test_editing_a_file_re_embeds_only_its_changed_chunks(docs: Path, db_path: Path) -> None:
     with open_store(db_path) as store:
         index_folder(store, docs)

@@ -36,6 +36,7 @@ def test_manifest_records_model_dimension_versions_and_content(db_path: Path) ->
     assert manifest.built_at >= manifest.created_at
 
 
+@pytest.mark.slow
 def test_manifest_is_read_without_loading_a_model(db_path: Path, tmp_path: Path) -> None:
     build(db_path, ["one"]).close()
     # No model path and an empty cache: any attempt to load the model would fail.
@@ -44,6 +45,7 @@ def test_manifest_is_read_without_loading_a_model(db_path: Path, tmp_path: Path)
         assert store.count() == 1 and store.sources() == {"": 1}
 
 
+@pytest.mark.slow
 def test_content_hash_depends_on_content_not_on_order_or_time(tmp_path: Path) -> None:
     with build(tmp_path / "a.duckdb", ["x", "y"]) as first:
         first_hash = first.manifest.content_hash
@@ -85,6 +87,7 @@ def test_another_backend_is_refused_at_open(db_path: Path) -> None:
         VectorStore(db_path, backend="hashing", read_only=True)
 
 
+@pytest.mark.slow
 def test_other_model_files_under_the_same_name_are_refused(db_path: Path, tmp_path: Path) -> None:
     build(db_path, ["x"]).close()
     altered = tmp_path / "altered-model"
@@ -143,6 +146,7 @@ def without_content_digests(connection: duckdb.DuckDBPyConnection) -> None:
     connection.execute("ALTER TABLE chunks DROP COLUMN content_digest")
 
 
+@pytest.mark.slow
 def test_migrating_to_content_digests_keeps_the_content_hash(db_path: Path) -> None:
     """Schema 6 keeps each chunk's part of the content hash in ``content_digest``; a file from
     before gets them computed when it is migrated, and its hash is the one a fresh index of
@@ -177,6 +181,7 @@ def as_written_by_version_2(db_path: Path, *, written: bool = True) -> None:
             connection.execute("DELETE FROM manifest")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("memory_index", [True, False])
 def test_an_index_of_schema_version_2_is_searched_read_only_without_migrating(
     db_path: Path, memory_index: bool
@@ -204,6 +209,7 @@ def test_an_index_of_schema_version_2_is_searched_read_only_without_migrating(
         ]
 
 
+@pytest.mark.slow
 def test_a_never_written_index_of_schema_version_2_gets_its_chunks_table(db_path: Path) -> None:
     build(db_path, ["x"]).close()
     as_written_by_version_2(db_path, written=False)
@@ -226,6 +232,7 @@ def test_a_newer_schema_is_refused(db_path: Path) -> None:
         VectorStore(db_path, read_only=True)
 
 
+@pytest.mark.slow
 def test_an_interrupted_write_leaves_the_index_as_it_was(db_path: Path) -> None:
     store = build(db_path, ["kept text"])
     before = store.manifest.content_hash

@@ -213,6 +213,7 @@ def test_navigation_lists_within_the_tree_are_left_out_and_others_folded() -> No
     assert "## Further Reading\n* [DuckPGQ Documentation]" in reading.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", TREES)
 def test_indexing_a_tree_keeps_its_documents_and_no_assets(name: str, tmp_path: Path) -> None:
     root = TREES[name]

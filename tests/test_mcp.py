@@ -95,6 +95,7 @@ def test_initialize_and_list_tools(index: Path) -> None:
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flags", "ttl_ms"),
     [([], IMMUTABLE_TTL_MS), (["--read-write"], 0)],
@@ -162,6 +163,7 @@ def test_search_returns_structured_content_and_readable_text(index: Path) -> Non
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_report_tool(index: Path) -> None:
     async def scenario() -> None:
         async with session(server(index)) as client:
@@ -175,6 +177,7 @@ def test_report_tool(index: Path) -> None:
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -206,6 +209,7 @@ def test_bad_arguments_are_one_sentence_and_the_server_keeps_running(index, argu
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_concurrent_calls_and_two_servers_on_one_file(index: Path) -> None:
     expected = ["errors", "retries", "db"]
     answers: list[list[str]] = []
@@ -233,6 +237,7 @@ def test_concurrent_calls_and_two_servers_on_one_file(index: Path) -> None:
     assert len(answers) == 12 and all(answer == expected for answer in answers)
 
 
+@pytest.mark.slow
 def test_read_only_from_the_environment_follows_the_settings_rule(index: Path) -> None:
     """DUCKDB_VECTORS_READ_ONLY=on means read-only for `mcp` as for every other entry point,
     so two servers share the file (read-write, the second would find it locked)."""
@@ -257,6 +262,7 @@ def test_read_only_from_the_environment_follows_the_settings_rule(index: Path) -
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_a_missing_model_is_a_tool_error_not_a_crash(index: Path, tmp_path: Path) -> None:
     async def scenario() -> None:
         parameters = server(index, DUCKDB_VECTORS_MODEL_PATH=str(tmp_path / "no-model"))
@@ -269,6 +275,7 @@ def test_a_missing_model_is_a_tool_error_not_a_crash(index: Path, tmp_path: Path
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_stdout_carries_only_json_rpc(index: Path) -> None:
     messages = [
         {
@@ -314,6 +321,7 @@ def test_stdout_carries_only_json_rpc(index: Path) -> None:
     assert replies[3]["result"]["isError"] is True
 
 
+@pytest.mark.slow
 def test_a_missing_index_fails_at_start_with_one_line(tmp_path: Path) -> None:
     completed = subprocess.run(
         [SCRIPT, "mcp", "--db", str(tmp_path / "missing.duckdb")],
@@ -338,6 +346,7 @@ def docs_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_search_hits_carry_a_uri_and_a_url_and_one_per_source_keeps_documents_distinct(
     docs_index: Path,
 ) -> None:
@@ -367,6 +376,7 @@ def test_search_hits_carry_a_uri_and_a_url_and_one_per_source_keeps_documents_di
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_max_tokens_cuts_at_a_hit_and_names_what_it_left_out(docs_index: Path) -> None:
     async def scenario() -> None:
         async with session(server(docs_index)) as client:
@@ -385,6 +395,7 @@ def test_max_tokens_cuts_at_a_hit_and_names_what_it_left_out(docs_index: Path) -
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_fetch_a_document_a_chunk_in_context_and_page_through(docs_index: Path) -> None:
     async def scenario() -> None:
         async with session(server(docs_index)) as client:
@@ -424,6 +435,7 @@ def test_fetch_a_document_a_chunk_in_context_and_page_through(docs_index: Path) 
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_documents_and_the_report_are_resources(docs_index: Path) -> None:
     async def scenario() -> None:
         async with session(server(docs_index)) as client:
@@ -444,6 +456,7 @@ def test_documents_and_the_report_are_resources(docs_index: Path) -> None:
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_resources_list_is_paginated(tmp_path: Path) -> None:
     path = tmp_path / "many.duckdb"
     with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
@@ -486,6 +499,7 @@ main()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(available_cpus() < 2, reason="needs two CPUs, to give one up")
 @pytest.mark.parametrize(("cpus", "early"), [(2, True), (1, False)], ids=["two-cpus", "one-cpu"])
 def test_the_load_overlaps_the_sdk_import_only_with_a_cpu_to_spare(
@@ -513,6 +527,7 @@ def test_the_load_overlaps_the_sdk_import_only_with_a_cpu_to_spare(
     assert lines.count(f"sdk imported when the load started: {not early}") == 1, lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_an_immutable_index_advertises_no_change_notifications(index: Path, mode: str) -> None:
     """Nothing in a served index changes under a client: neither era's capabilities offer

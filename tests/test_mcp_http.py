@@ -131,6 +131,7 @@ def test_tools_resources_search_and_fetch_over_http(index: Path) -> None:
         anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_sixteen_clients_at_once_share_one_model_and_index(index: Path) -> None:
     answers: list[list[str]] = []
 
@@ -153,6 +154,7 @@ def test_sixteen_clients_at_once_share_one_model_and_index(index: Path) -> None:
     assert answers[0][0] == "guides/searching.md#1"
 
 
+@pytest.mark.slow
 def test_a_foreign_origin_is_refused_and_a_local_one_served(index: Path) -> None:
     with http_server(index) as (base, _):
         refused = post(f"{base}/mcp", {"Origin": "https://evil.example"})
@@ -161,6 +163,7 @@ def test_a_foreign_origin_is_refused_and_a_local_one_served(index: Path) -> None
         assert served[0] != 403
 
 
+@pytest.mark.slow
 def test_a_bearer_token_guards_mcp_but_not_health(index: Path) -> None:
     with http_server(index, "--auth-token", TOKEN) as (base, _):
         assert post(f"{base}/mcp", {})[0] == 401
@@ -175,6 +178,7 @@ def test_a_bearer_token_guards_mcp_but_not_health(index: Path) -> None:
         anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_server_cleanly(index: Path) -> None:
     with http_server(index) as (base, process):
         process.send_signal(signal.SIGTERM)
@@ -183,6 +187,7 @@ def test_sigterm_stops_the_server_cleanly(index: Path) -> None:
         assert get(f"{base}/health")[0] == 0  # nothing listens any more
 
 
+@pytest.mark.slow
 def test_a_non_local_bind_without_a_token_warns(index: Path) -> None:
     with http_server(index, "--host", "0.0.0.0") as (_, process):
         process.send_signal(signal.SIGTERM)

@@ -32,6 +32,7 @@ def keys(found: list[list[tuple[str, float]]]) -> list[list[str]]:
     return [[chunk_id for chunk_id, _ in hits] for hits in found]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("budget", "fits"), [("1KB", False), ("1GB", True)])
 def test_the_in_memory_index_is_loaded_only_if_it_fits_the_budget(
     index: Path, caplog: pytest.LogCaptureFixture, budget: str, fits: bool

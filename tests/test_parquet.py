@@ -72,6 +72,7 @@ def test_import_is_searchable_by_vector_and_text(tmp_path: Path, parquet_store: 
     assert parquet_store.manifest.dimension == 256
 
 
+@pytest.mark.slow
 def test_reimport_writes_only_what_changed(tmp_path: Path, parquet_store: VectorStore):
     file = write_parquet(tmp_path / "rows.parquet", TEXTS)
     index_parquet(parquet_store, file)
@@ -108,6 +109,7 @@ def test_a_glob_reads_every_matching_file(tmp_path: Path, parquet_store: VectorS
     assert (summary.files, summary.chunks_added) == (2, 4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("columns", "message"),
     [
@@ -187,6 +189,7 @@ def test_no_matching_file(tmp_path: Path, parquet_store: VectorStore):
         index_parquet(parquet_store, tmp_path / "none-*.parquet")
 
 
+@pytest.mark.slow
 def test_cli_summary_json_and_errors(tmp_path: Path):
     file = write_parquet(tmp_path / "rows.parquet", TEXTS)
     db = str(tmp_path / "cli.duckdb")

@@ -226,6 +226,7 @@ def unseen_stemmed_words(query: str, titles: list[str | None], texts: list[str])
     )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )

@@ -61,6 +61,7 @@ def test_an_index_with_appended_postings_loads_and_ranks_like_sql(tmp_path: Path
             assert np.allclose(from_memory.scores, from_sql.scores, rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run_limit", [postings.RUN_LIMIT, 500], ids=["one-run", "runs"])
 def test_batches_into_an_empty_index_go_in_as_one_run_in_term_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_limit: int

@@ -31,7 +31,7 @@ from duckdb_vectors.chunkers.markdown import split_front_matter
 from duckdb_vectors.config import FusionSettings
 from duckdb_vectors.filters import compile_filter
 from duckdb_vectors.memory_index import kth_largest
-from duckdb_vectors.search import TIE_TOLERANCE, Ranking, fuse
+from duckdb_vectors.ranking import TIE_TOLERANCE, Ranking, fuse
 from duckdb_vectors.terms import all_terms, index_terms
 from duckdb_vectors.tokenizer import tokenize
 
@@ -175,6 +175,7 @@ def _selected(connection: duckdb.DuckDBPyConnection, filter: Any) -> set[int]:
     return {row[0] for row in rows}
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(rows=st.lists(metadata_dicts, min_size=1, max_size=8), filter=valid_filters)
 @example(rows=[{"genre": "drama"}], filter={"genre": False})  # CAST('"drama"' AS BOOLEAN)
@@ -208,6 +209,7 @@ junk = st.recursive(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(filter=junk | st.dictionaries(junk_keys, junk, max_size=4))
 @example(filter={"year": 10**400})  # OverflowError in float(), not InvalidFilterError
@@ -247,6 +249,7 @@ hostile_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40) |
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     rows=st.lists(metadata_dicts, min_size=1, max_size=5),
@@ -384,6 +387,7 @@ def _is_single_atomic_block(text: str) -> bool:
 _ATOMIC = {"CodeBlock", "Table", "HtmlBlock"}
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     document=markdown_documents,
@@ -409,6 +413,7 @@ def test_markdown_chunks_lose_and_duplicate_nothing(document, max_chars, atomic_
     _check_ids(chunks, "docs/guide.md")
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(document=markdown_documents, max_chars=st.integers(20, 400))
 @example(document="<div>\nword\n</div>", max_chars=20)
@@ -422,6 +427,7 @@ def test_reduced_markdown_chunks_only_leave_things_out(document, max_chars) -> N
     _check_ids(chunks, "guide.md")
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     document=markdown_documents,
@@ -446,6 +452,7 @@ def test_markdown_chunks_respect_the_size_limits(document, max_chars, atomic_fac
     _check_ids(chunks, "guide.md")
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(document=markdown_documents)
 def test_markdown_front_matter_becomes_metadata_not_text(document) -> None:
@@ -466,6 +473,7 @@ plain_documents = st.lists(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(document=plain_documents, max_chars=st.integers(1, 300))
 def test_text_chunks_lose_nothing_and_stay_within_max_chars(document, max_chars) -> None:
@@ -510,6 +518,7 @@ html_pieces = st.sampled_from(
 markup_words = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(pieces=st.lists(rst_pieces | markup_words, max_size=25), max_chars=st.integers(20, 300))
 def test_rst_chunker_reads_any_text(pieces, max_chars) -> None:
@@ -550,6 +559,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(value=json_values)
 def test_notebook_chunker_reads_any_json_or_skips_it(value) -> None:
@@ -590,6 +600,7 @@ def _effective(ranking: Ranking, keys: list[int], side: str) -> list[float]:
     return [scores.get(key, outside) for key in keys]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     vector=rankings(),
@@ -624,6 +635,7 @@ def test_fused_list_is_the_union_sorted_with_true_ranks(vector, lexical, method,
             assert key_a < key_b
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(vector=rankings(), lexical=rankings(positive=True))
 def test_rrf_with_one_weight_at_zero_follows_the_other_signal(vector, lexical) -> None:
@@ -635,6 +647,7 @@ def test_rrf_with_one_weight_at_zero_follows_the_other_signal(vector, lexical) -
     assert only_text == lexical.keys.tolist() + rest
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(vector=rankings(positive=True), lexical=rankings(positive=True))
 def test_relative_with_one_weight_at_zero_orders_by_the_other_signal(vector, lexical) -> None:
@@ -650,6 +663,7 @@ def test_relative_with_one_weight_at_zero_orders_by_the_other_signal(vector, lex
         assert fused == [key for _, key in sorted(zip((-s for s in effective), fused, strict=True))]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(vector=rankings(), lexical=rankings(positive=True))
 def test_rrf_at_half_weight_is_symmetric_in_the_two_signals(vector, lexical) -> None:
@@ -664,6 +678,7 @@ def test_rrf_at_half_weight_is_symmetric_in_the_two_signals(vector, lexical) -> 
     assert forward.text_ranks.tolist() == backward.vector_ranks.tolist()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(vector=rankings(), lexical=rankings(positive=True), method=methods, weight=weights)
 def test_a_key_better_in_both_signals_never_ranks_below(vector, lexical, method, weight) -> None:
@@ -685,6 +700,7 @@ def test_a_key_better_in_both_signals_never_ranks_below(vector, lexical, method,
                 assert score[a] >= score[b], (a, b)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(vector=rankings(), lexical=rankings(positive=True), method=methods, weight=weights)
 def test_fusing_with_an_empty_signal_keeps_the_other_order(vector, lexical, method, weight):
@@ -701,6 +717,7 @@ def test_fusing_with_an_empty_signal_keeps_the_other_order(vector, lexical, meth
         assert ordered == sorted(ordered, reverse=True)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(text=st.text(st.characters(max_codepoint=127)))
 @example(text="v2.0 covid-19 O'Neil a..b -x- _id_ ABC")
@@ -761,6 +778,7 @@ def test_tokens_are_never_empty_and_never_hold_a_space(text) -> None:
 # -- top-k selection -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     scores=st.lists(st.integers(-50, 50), min_size=1, max_size=3000),
@@ -781,6 +799,7 @@ corpus_words = st.sampled_from(["alpha", "beta", "gamma", "delta", "E42", "v2.0"
 corpus_texts = st.lists(corpus_words, max_size=5).map(" ".join)
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=60)  # each example writes and opens an index file
 @given(
     texts=st.lists(corpus_texts, min_size=1, max_size=25),

@@ -55,6 +55,7 @@ def _exact_top(matrix: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-(matrix @ query), kind="stable")[:k]
 
 
+@pytest.mark.slow
 def test_rescored_top_10_matches_exact_search_on_real_embeddings(embedded) -> None:
     chunks, queries = embedded
     vectors = Int8Vectors.quantize(chunks)

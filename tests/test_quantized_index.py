@@ -89,6 +89,7 @@ def top_ids(store: VectorStore, questions: tuple[list[str], np.ndarray], **optio
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "options",
     [
@@ -110,6 +111,7 @@ def test_int8_search_finds_what_exact_search_finds(
         assert all(hit.startswith("sql/") for hits in found for hit in hits)
 
 
+@pytest.mark.slow
 def test_the_vectors_held_in_memory_take_a_quarter_of_the_bytes(
     opened: tuple[VectorStore, VectorStore],
 ) -> None:
@@ -121,6 +123,7 @@ def test_the_vectors_held_in_memory_take_a_quarter_of_the_bytes(
     assert quantized._memory.vectors.nbytes / held == pytest.approx(0.254, abs=0.001)
 
 
+@pytest.mark.slow
 def test_the_manifest_records_it_and_later_opens_keep_it(db_path: Path) -> None:
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL, quantize="int8") as store:
         store.add_texts(["ducks swim on the pond", "geese fly south"], ids=["a", "b"])
@@ -203,6 +206,7 @@ def test_the_cli_converts_with_upgrade(tmp_path: Path) -> None:
     assert result.stdout.strip().endswith("quantization int8")
 
 
+@pytest.mark.slow
 def test_parquet_import_writes_codes(tmp_path: Path) -> None:
     vectors = np.random.default_rng(5).normal(size=(50, 256)).astype(np.float32)
     parquet = tmp_path / "rows.parquet"
@@ -245,6 +249,7 @@ def as_written_by_version_4(db_path: Path) -> None:
         connection.execute("DROP TABLE vector_codes")
 
 
+@pytest.mark.slow
 def test_an_index_of_schema_version_4_is_searched_read_only_and_quantized_once_migrated(
     db_path: Path,
 ) -> None:
@@ -263,6 +268,7 @@ def test_an_index_of_schema_version_4_is_searched_read_only_and_quantized_once_m
         ]
 
 
+@pytest.mark.slow
 def test_codes_that_do_not_match_the_chunks_are_one_clear_error(db_path: Path) -> None:
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL, quantize="int8") as store:
         store.add_texts(["one", "two"])

@@ -19,7 +19,7 @@ from conftest import DEFAULT_BACKEND, INTRO_TEXTS, SCRIPT, STATIC_MODEL, run_cli
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import ReadOnlyError, VectorStore, remote
-from duckdb_vectors.remote import RemoteIndexError
+from duckdb_vectors.errors import RemoteIndexError
 
 
 class IndexServer:
@@ -127,6 +127,7 @@ def leftovers(cache: Path) -> list[str]:
     return sorted(p.name for p in (cache / "indexes").glob(".*"))
 
 
+@pytest.mark.slow
 def test_first_open_downloads_and_later_opens_reuse_the_copy(
     site: IndexServer, cache: Path
 ) -> None:
@@ -240,6 +241,7 @@ def test_a_url_is_never_opened_read_write(site: IndexServer, cache: Path) -> Non
     assert "published index: it opens read-only" in result.stderr
 
 
+@pytest.mark.slow
 def test_two_processes_pulling_at_once_share_one_download(site: IndexServer, cache: Path) -> None:
     url = site.url("docs.duckdb")
     env = {"DUCKDB_VECTORS_CACHE_DIR": str(cache), "PATH": str(Path(SCRIPT).parent)}
@@ -285,19 +287,13 @@ def test_report_on_a_url_shows_the_source_the_copy_and_its_age(
     assert 0 <= published["age_seconds"] < 60
 
 
-@pytest.mark.parametrize(
-    ("text", "seconds"), [("90", 90), ("90s", 90), ("15m", 900), ("6h", 21600), ("2d", 172800)]
-)
-def test_durations(text: str, seconds: float) -> None:
-    assert remote.parse_duration(text) == seconds
-
-
 def test_a_bad_max_age_is_a_usage_error(site: IndexServer) -> None:
     result = run_cli("search", "x", "--db", site.url("docs.duckdb"), "--max-age", "soon")
     assert result.exit_code == 2
     assert "'soon' is not a duration" in result.stderr
 
 
+@pytest.mark.slow
 def test_an_mcp_server_serves_a_published_index(site: IndexServer, cache: Path) -> None:
     url = site.url("docs.duckdb")
     environment = {

@@ -99,6 +99,7 @@ def fresh_lexical_index(tmp_path: Path) -> tuple[set[tuple[str, str, int]], set[
     return lexical_index(tmp_path / "fresh.duckdb")
 
 
+@pytest.mark.slow
 def test_the_simulated_old_index_differs_where_exact_v2_splits_anew(
     old_index: Path, fresh_lexical_index: tuple
 ) -> None:
@@ -119,6 +120,7 @@ def test_a_read_only_open_is_refused_with_the_command_that_re_tokenizes(old_inde
     assert sha256(old_index) == before
 
 
+@pytest.mark.slow
 def test_a_read_write_open_re_tokenizes_in_place(
     old_index: Path, fresh_lexical_index: tuple
 ) -> None:
@@ -159,6 +161,7 @@ def test_chunks_are_re_tokenized_a_batch_at_a_time(
     assert lexical_index(old_index) == fresh_lexical_index
 
 
+@pytest.mark.slow
 def test_the_upgrade_command_re_tokenizes(old_index: Path, fresh_lexical_index: tuple) -> None:
     result = subprocess.run(
         [SCRIPT, "upgrade", "--db", str(old_index)], capture_output=True, text=True, timeout=120
@@ -172,6 +175,7 @@ def test_the_upgrade_command_re_tokenizes(old_index: Path, fresh_lexical_index: 
     assert again.returncode == 0 and lexical_index(old_index) == fresh_lexical_index
 
 
+@pytest.mark.slow
 def test_the_upgrade_command_on_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     missing = tmp_path / "missing.duckdb"
     result = subprocess.run(

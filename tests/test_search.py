@@ -21,7 +21,8 @@ from duckdb_vectors import (
 from duckdb_vectors.bm25 import BM25_B, BM25_K1
 from duckdb_vectors.db import SCAN_MEMORY_LIMIT, scalar
 from duckdb_vectors.memory_index import MemoryIndex
-from duckdb_vectors.search import Ranking, Scope, SqlSearcher, fuse
+from duckdb_vectors.ranking import Ranking, fuse
+from duckdb_vectors.search import Scope, SqlSearcher
 from duckdb_vectors.terms import index_terms, query_terms
 from duckdb_vectors.tokenizer import tokenize
 
@@ -63,6 +64,7 @@ def searchers(store: VectorStore) -> tuple[MemoryIndex, SqlSearcher]:
     return memory, SqlSearcher(store.connection, 256)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "scope",
     [
@@ -94,6 +96,7 @@ def test_vector_ranking_is_exact_brute_force(scifact_store: VectorStore) -> None
     assert [hit.chunk.chunk_id for hit in hits] == expected
 
 
+@pytest.mark.slow
 def test_bm25_scores_agree_with_bm25s_on_the_same_tokens(scifact_store: VectorStore) -> None:
     documents = scifact_documents(600)
     corpus = [index_terms(d["title"], d["text"]) for d in documents]
@@ -134,6 +137,7 @@ def test_exact_tokens_and_non_latin_words_are_found(filled_store, query, expecte
     assert lexical and lexical[0].chunk.chunk_id == expected
 
 
+@pytest.mark.slow
 def test_filter_scopes_results(filled_store: VectorStore) -> None:
     hits = filled_store.query("database", top_k=10, filter={"kind": "intro"})
     assert {hit.chunk.chunk_id for hit in hits} == {"doc:0", "doc:1"}
@@ -239,6 +243,7 @@ def test_match_all_keeps_only_chunks_with_every_term_or_falls_back(
             store.query("x", match="most")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_sql_and_memory_paths_give_the_same_results_through_the_store(db_path: Path) -> None:
     documents = scifact_documents(200)
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
@@ -328,6 +333,7 @@ def test_the_readme_ranking_sql_examples(store: VectorStore) -> None:
     assert recent_first[-1].chunk.chunk_id == "old-en"  # six years old: decayed to the bottom
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("resident_rows", [True, False])
 @pytest.mark.parametrize("keys", ["consecutive", "by table", "by search"])
 def test_a_snapshot_ranks_like_sql_whatever_order_keys_and_rows_are_in(
@@ -370,6 +376,7 @@ def test_a_snapshot_ranks_like_sql_whatever_order_keys_and_rows_are_in(
     store.close()
 
 
+@pytest.mark.slow
 def test_a_sql_vector_ranking_leaves_duckdbs_cache_small(tmp_path: Path) -> None:
     """A one-shot search reads every vector once: DuckDB's buffer pool stays at the scan limit
     (it kept all of them, 1.1 GB at 1M chunks, and answered slower), and its setting returns."""

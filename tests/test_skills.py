@@ -84,6 +84,7 @@ def agent_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_every_command_of_a_published_index_skill_answers(
     published: IndexServer, tmp_path: Path, agent_env: dict[str, str]
 ) -> None:
@@ -130,6 +131,7 @@ def test_every_command_of_a_published_index_skill_answers(
     assert "--one-per-source" in lines[0] and f"--db {url}" in lines[0]
 
 
+@pytest.mark.slow
 def test_the_fallbacks_the_skill_describes_are_what_the_commands_say(
     published: IndexServer, tmp_path: Path
 ) -> None:

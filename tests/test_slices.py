@@ -88,6 +88,7 @@ def test_a_run_that_would_prune_another_slice_is_refused(tmp_path: Path) -> None
             index_folder(store, _docs(tmp_path, "4.0"), metadata={"url": "x"})
 
 
+@pytest.mark.slow
 def test_cli_set_stamps_a_slice_that_report_and_filters_show(tmp_path: Path) -> None:
     db = str(tmp_path / "docs.duckdb")
     for version in ("1.0", "2.0"):

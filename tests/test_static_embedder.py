@@ -56,6 +56,7 @@ def fastembed_model() -> TextEmbedding:
     return TextEmbedding(MODEL_NAME, specific_model_path=str(STATIC_MODEL), mmap=True)
 
 
+@pytest.mark.slow
 def test_documents_get_fastembeds_vectors_bit_for_bit(
     texts: list[str], fastembed_model: TextEmbedding
 ) -> None:
@@ -72,6 +73,7 @@ def test_documents_get_fastembeds_vectors_bit_for_bit(
     assert not embedder.embed(["<unk>", ""]).any()
 
 
+@pytest.mark.slow
 def test_queries_get_fastembeds_vectors_bit_for_bit(
     texts: list[str], fastembed_model: TextEmbedding
 ) -> None:
@@ -108,6 +110,7 @@ print(json.dumps({"folder": str(embedder.model_directory()), "norm": float(vecto
 """
 
 
+@pytest.mark.slow
 def test_a_model_in_fastembeds_cache_loads_without_fastembed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

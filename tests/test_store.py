@@ -104,6 +104,7 @@ def test_a_moved_text_reuses_its_stored_vector(store: VectorStore) -> None:
     assert first.embedding == second.embedding
 
 
+@pytest.mark.slow
 def test_a_generator_of_chunks_is_written_in_batches_each_with_its_own_vectors(
     store: VectorStore,
 ) -> None:
@@ -409,6 +410,7 @@ def test_read_only_refuses_every_write_and_leaves_the_file_unchanged(db_path: Pa
     assert _file_digest(db_path) == before
 
 
+@pytest.mark.slow
 def test_several_read_only_stores_share_a_file(db_path: Path) -> None:
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
         store.add_texts(INTRO_TEXTS)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import exact_v1_tokenizer
+import pytest
 from conftest import DUCKDB_DOCS, EVALDATA
 
 from duckdb_vectors import VectorStore
@@ -110,6 +111,7 @@ def test_hangul_is_a_word_of_its_own_next_to_latin_letters_and_digits() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_other_text_tokenizes_exactly_as_exact_v1_did() -> None:
     """Real paragraphs in English, German, Russian and Chinese and the DuckDB docs: exact-v2
     changed nothing for them, so their indexes only differ where Thai...Hangul occur."""
@@ -141,6 +143,7 @@ KOREAN = [  # Debian package descriptions: aide, audiolink, aha, 0ad
 ]
 
 
+@pytest.mark.slow
 def test_a_korean_word_finds_chunks_where_it_carries_a_particle(tmp_path: Path) -> None:
     assert sorted(search(tmp_path, KOREAN, "데이터베이스")) == ["t0", "t1"]
     assert search(tmp_path, KOREAN, "게임") == ["t3"]

@@ -16,6 +16,7 @@ MINILM = "fastembed:sentence-transformers/all-MiniLM-L6-v2"
 CODES = " ".join(f"x{i:06x}q" for i in range(200))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("backend", "model"),
     [(MINILM, ONNX_MODEL), ("fastembed:minishlab/potion-multilingual-128M", STATIC_MODEL)],
@@ -27,6 +28,7 @@ def test_a_model_says_how_many_of_its_windows_a_text_fills(backend: str, model: 
     assert embedder.windows([CODES * 4])[0] > 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
 def test_the_index_summary_counts_chunks_past_the_window_and_keeps_them_whole(
     tmp_path: Path, as_json: bool

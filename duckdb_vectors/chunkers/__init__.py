@@ -16,13 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from ..errors import SkipFile
 from ..models import Chunk
 from .base import (
     CHUNKING_VERSION,
     DEFAULT_MAX_CHARS,
     BinaryChunker,
     Chunker,
-    SkipFile,
     make_chunks,
     split_text,
 )

@@ -37,10 +37,6 @@ class BinaryChunker(Protocol):
     def chunk_bytes(self, data: bytes, source: str) -> list[Chunk]: ...
 
 
-class SkipFile(Exception):
-    """Raised by a chunker for a file it cannot index; the message is the reason shown."""
-
-
 def make_chunks(pieces: list[tuple[str, str | None, dict[str, Any]]], source: str) -> list[Chunk]:
     """Chunks from ``(text, title, metadata)`` pieces, with ids ``<source>#<position>``."""
     kept = [piece for piece in pieces if piece[0].strip()]

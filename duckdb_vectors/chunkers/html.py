@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 import regex
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from ..errors import SkipFile
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS, SkipFile
+from .base import DEFAULT_MAX_CHARS
 from .outline import Outline, fenced
 
 # Where the page's own content is, most specific first.

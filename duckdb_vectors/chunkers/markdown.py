@@ -34,8 +34,9 @@ from typing import Any, ClassVar
 import pyromark
 import yaml
 
+from ..errors import SkipFile
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS, SkipFile, hard_split, make_chunks, pack, split_text
+from .base import DEFAULT_MAX_CHARS, hard_split, make_chunks, pack, split_text
 from .markup import strip_markup
 from .myst import (
     ROLE_NAME,

@@ -22,8 +22,9 @@ from typing import Any
 import regex
 import yaml
 
+from ..errors import SkipFile
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS, SkipFile
+from .base import DEFAULT_MAX_CHARS
 from .markdown import MarkdownChunker
 from .outline import fenced
 

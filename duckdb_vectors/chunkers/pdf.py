@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import regex
 
+from ..errors import SkipFile
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS, SkipFile, make_chunks, split_text
+from .base import DEFAULT_MAX_CHARS, make_chunks, split_text
 
 NO_TEXT_LAYER = "no text layer (OCR not supported)"
 UNREADABLE_TEXT = "text layer is unreadable (a font without a Unicode map?)"

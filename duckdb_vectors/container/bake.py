@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from ..citations import UrlRule
 from ..config import DEFAULT_BACKEND, DEFAULT_BASE_IMAGE, Settings
-from ..errors import DuckDBVectorsError
+from ..errors import BakeError, BakeInputError, DuckDBVectorsError
 from ..indexer import FileProblem, IndexSummary, first_indexable_file
 from ..models import IndexReport
 from ..progress import StatusLine
@@ -44,14 +44,6 @@ _NAME_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE_REFERENCE = re.compile(
     rf"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?{_NAME_PART}(?:/{_NAME_PART})*(?::\w[\w.-]{{0,127}})?"
 )
-
-
-class BakeError(DuckDBVectorsError):
-    """The bake could not make a working image; nothing was tagged."""
-
-
-class BakeInputError(BakeError, ValueError):
-    """The documents folder, model folder or tag given to ``bake`` cannot be used."""
 
 
 class BakeSummary(BaseModel):

@@ -26,7 +26,7 @@ from docker.models.images import Image
 from docker.utils import parse_repository_tag
 from docker.utils.socket import STDOUT, frames_iter
 
-from ..errors import DuckDBVectorsError
+from ..errors import BuildError, EngineError
 from ..progress import StatusLine
 
 # The hardened run a frozen index image must survive: no network, a read-only root, a
@@ -41,18 +41,6 @@ CREATED_BY_LABEL = "io.duckdb-vectors.created-by"
 BUILD_LOG_TAIL = 15
 _STEP = re.compile(r"^(?:\[\d+/\d+\] )?(?:STEP|Step) (\d+)/(\d+) ?: ?(.*)$")
 _BUILT = re.compile(r"^(?:Successfully built |--> )?([0-9a-f]{12,64})$")
-
-
-class EngineError(DuckDBVectorsError):
-    """No engine answers, or it refused a request."""
-
-
-class BuildError(DuckDBVectorsError):
-    """A build step failed; ``log_tail`` holds the build's last lines of output."""
-
-    def __init__(self, message: str, log_tail: list[str]) -> None:
-        super().__init__(message)
-        self.log_tail = log_tail
 
 
 @dataclass(frozen=True)

@@ -12,17 +12,13 @@ from typing import Any, NamedTuple, get_origin
 
 from docker.errors import ImageNotFound
 
-from ..errors import DuckDBVectorsError
+from ..errors import ImageError
 from ..manifest import Manifest
 from ..models import IndexReport
 from . import engine
 
 PREFIX = "io.duckdb-vectors."
 SOURCE_COUNT = PREFIX + "source-count"
-
-
-class ImageError(DuckDBVectorsError):
-    """The image is not there, or carries no manifest."""
 
 
 def _label(field: str) -> str:
