@@ -24,6 +24,7 @@ from .db import (
     column,
     column_type,
     first_row,
+    numpy_batches,
     registered,
     registered_arrow,
     scalar,
@@ -59,10 +60,8 @@ class Column:
         return f"{self.name} {self.sql_type.format(dimension=int(dimension))} {self.constraint}"
 
 
-# Most chunks have no metadata: read back as NULL, it skips a json.loads per hit; a timestamp
-# read as epoch microseconds is a plain integer column for numpy.
-_METADATA_READ = "nullif(CAST(metadata AS VARCHAR), '{}')"
-# In table order.
+# In table order. Most chunks have no metadata: read back as NULL, it skips a json.loads per
+# hit; a timestamp read as epoch microseconds is a plain integer column for numpy.
 COLUMNS: tuple[Column, ...] = (
     Column("key", "BIGINT", "NOT NULL"),
     Column("chunk_id", "VARCHAR", "PRIMARY KEY"),
@@ -332,10 +331,15 @@ def sources(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
     return dict(found)
 
 
+def keys_where(condition: str) -> str:
+    """The statement reading the keys of the chunks matching ``condition``, ascending (a
+    caller's SQL condition is run by the caller, as such)."""
+    return f"SELECT key FROM chunks WHERE {condition} ORDER BY key"
+
+
 def keys_of(connection: duckdb.DuckDBPyConnection, chunk_ids: Sequence[str]) -> np.ndarray:
     return connection.execute(
-        "SELECT key FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))",
-        [list(chunk_ids)],
+        keys_where("chunk_id IN (SELECT unnest($1::VARCHAR[]))"), [list(chunk_ids)]
     ).fetchnumpy()["key"]
 
 
@@ -344,10 +348,58 @@ def stale_keys(
 ) -> np.ndarray:
     """Keys of chunks under ``source_prefix`` last written or confirmed before ``before``."""
     return connection.execute(
-        "SELECT key FROM chunks WHERE source IS NOT NULL"
-        " AND starts_with(source, $1) AND stamped_at < $2",
+        keys_where("source IS NOT NULL AND starts_with(source, $1) AND stamped_at < $2"),
         [source_prefix, before],
     ).fetchnumpy()["key"]
+
+
+def lengths(connection: duckdb.DuckDBPyConnection) -> dict[str, np.ndarray]:
+    """Every chunk's ``key`` and ``token_count``, by key."""
+    return connection.sql("SELECT key, token_count FROM chunks ORDER BY key").fetchnumpy()
+
+
+def text_bytes(connection: duckdb.DuckDBPyConnection) -> int:
+    """The bytes of all the chunks' texts."""
+    return int(scalar(connection, "SELECT sum(strlen(text)) FROM chunks") or 0)
+
+
+def embeddings(
+    connection: duckdb.DuckDBPyConnection, keys: np.ndarray, dimension: int
+) -> np.ndarray:
+    """The stored float32 vectors of these chunk keys (each must exist), in that order."""
+    found = np.empty((len(keys), dimension), dtype=np.float32)
+    if len(keys) == 0:
+        return found
+    wanted = {"key": np.asarray(keys, dtype=np.int64), "place": np.arange(len(keys))}
+    with registered(connection, "wanted_keys", wanted):
+        relation = connection.sql(
+            "SELECT w.place, c.embedding FROM chunks c JOIN wanted_keys w USING (key)"
+        )
+        for batch in numpy_batches(relation):
+            found[batch["place"]] = batch["embedding"]
+    return found
+
+
+def first_where(
+    connection: duckdb.DuckDBPyConnection, values: list[str], condition: str, parameters: list
+) -> tuple[Any, ...] | None:
+    """The source and ``values`` (SQL expressions) of the first chunk matching ``condition``."""
+    return first_row(
+        connection,
+        f"SELECT source, {', '.join(values)} FROM chunks WHERE {condition} ORDER BY key LIMIT 1",
+        parameters,
+    )
+
+
+def count_by(
+    connection: duckdb.DuckDBPyConnection, values: list[str], condition: str
+) -> list[tuple[Any, ...]]:
+    """Each combination of ``values`` (SQL expressions) among the chunks matching
+    ``condition``, with its number of chunks, in order."""
+    return connection.execute(
+        f"SELECT {', '.join(values)}, count(*) FROM chunks WHERE {condition}"
+        " GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
 
 
 def etags_of(connection: duckdb.DuckDBPyConnection, chunk_ids: list[str]) -> dict[str, str]:

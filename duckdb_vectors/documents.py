@@ -29,6 +29,16 @@ class Document:
     chunk_count: int
 
 
+def create(connection: duckdb.DuckDBPyConnection) -> None:
+    """Schema 2: one row per indexed file; an unchanged file (same bytes, same chunker
+    settings) is skipped without being read into chunks again."""
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS documents ("
+        " source VARCHAR PRIMARY KEY, content_hash VARCHAR NOT NULL, chunker VARCHAR NOT NULL,"
+        " mime_type VARCHAR, size BIGINT, chunk_count INTEGER, indexed_at TIMESTAMPTZ)"
+    )
+
+
 def known(connection: duckdb.DuckDBPyConnection, prefix: str) -> dict[str, tuple[str, str]]:
     """Files under ``prefix`` whose chunks are all still in the index: (hash, chunker)."""
     rows = connection.execute(

@@ -123,7 +123,7 @@ class QuantizedVectors:
         return self.int8.top(query, depth, self._exact, rows)
 
     def _exact(self, rows: np.ndarray) -> np.ndarray:
-        return vector_codes.embeddings(self.connection, self.keys[rows], self.int8.dimension)
+        return chunk_table.embeddings(self.connection, self.keys[rows], self.int8.dimension)
 
 
 # How each quantization's vectors are loaded (None: not quantized).
@@ -180,7 +180,7 @@ class MemoryIndex:
         1M chunks 1.9 s against 2.5 s one after the other, and ``warm_up()`` (the model loading
         beside both) 2.44 s against 2.68 s (2 cores, medians of 3, alternating).
         """
-        core = connection.sql("SELECT key, token_count FROM chunks ORDER BY key").fetchnumpy()
+        core = chunk_table.lengths(connection)
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
         # Every statement that needs DuckDB's working memory (sorts, joins, aggregates) runs
@@ -274,7 +274,7 @@ class MemoryIndex:
             return np.searchsorted(self.keys, np.sort(np.asarray(scope.keys, dtype=np.int64)))
         condition, parameters = scope.condition()
         allowed = self.connection.execute(
-            f"SELECT key FROM chunks WHERE {condition} ORDER BY key", parameters
+            chunk_table.keys_where(condition), parameters
         ).fetchnumpy()["key"]
         return np.searchsorted(self.keys, np.asarray(allowed, dtype=np.int64))
 
@@ -304,8 +304,7 @@ def estimated_bytes(
     posting_count = int(scalar(connection, f"SELECT count(*) FROM {layout.postings}") or 0)
     held_rows = 0
     if chunks <= RESIDENT_ROWS_LIMIT:
-        text_bytes = int(scalar(connection, "SELECT sum(strlen(text)) FROM chunks") or 0)
-        held_rows = text_bytes + chunks * _HELD_ROW_BYTES
+        held_rows = chunk_table.text_bytes(connection) + chunks * _HELD_ROW_BYTES
     in_flight = min(chunks, _ARROW_BATCH_ROWS) * vector_width
     return chunks * (vector_width + 16) + posting_count * 8 + held_rows + in_flight
 

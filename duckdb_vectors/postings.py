@@ -63,6 +63,14 @@ class Layout:
 # -- writing ---------------------------------------------------------------------------------
 
 
+def create_by_term(connection: duckdb.DuckDBPyConnection) -> None:
+    """Schema 1: one row per chunk and term, by the term itself (schema 4 moves it to ids)."""
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS postings ("
+        " term VARCHAR NOT NULL, key BIGINT NOT NULL, tf INTEGER NOT NULL)"
+    )
+
+
 def create(connection: duckdb.DuckDBPyConnection) -> None:
     """Schema 4: move schema 3's ``postings(term, key, tf)`` to term ids, in term order."""
     connection.execute(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from . import chunk_table, plain_sql, postings, vector_codes
+from . import chunk_table, documents, plain_sql, postings, vector_codes
 from .db import has_table, scalar
 from .errors import NotAnIndexError
 
@@ -33,23 +33,10 @@ class Migration:
 
 def _initial_schema(connection: duckdb.DuckDBPyConnection) -> None:
     # Until version 3, ``chunks`` was made at the first write (it needs the embedding width).
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS postings ("
-        " term VARCHAR NOT NULL, key BIGINT NOT NULL, tf INTEGER NOT NULL)"
-    )
+    postings.create_by_term(connection)
     connection.execute(
         "CREATE TABLE IF NOT EXISTS manifest ("
         " id INTEGER PRIMARY KEY CHECK (id = 1), document JSON NOT NULL)"
-    )
-
-
-def _documents_table(connection: duckdb.DuckDBPyConnection) -> None:
-    # One row per indexed file: an unchanged file (same bytes, same chunker settings) is
-    # skipped without being read into chunks again.
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS documents ("
-        " source VARCHAR PRIMARY KEY, content_hash VARCHAR NOT NULL, chunker VARCHAR NOT NULL,"
-        " mime_type VARCHAR, size BIGINT, chunk_count INTEGER, indexed_at TIMESTAMPTZ)"
     )
 
 
@@ -61,7 +48,7 @@ def _chunks_table(connection: duckdb.DuckDBPyConnection) -> None:
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "postings and manifest", _initial_schema),
-    Migration(2, "documents: one row per indexed file", _documents_table),
+    Migration(2, "documents: one row per indexed file", documents.create),
     Migration(3, "chunks exists from the start", _chunks_table, readable_without=True),
     Migration(4, "postings by term id", postings.create, readable_without=True),
     # Writers of this version keep the codes of a quantized index; older ones would not.

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 import duckdb
 from pydantic import BaseModel, Field
 
+from . import chunk_table
 from .citations import URL_KEY
-from .db import first_row
 from .errors import SliceError
 from .filters import json_path_literal
 from .models import Chunk
@@ -104,11 +104,8 @@ def check_scope(
     else:  # any slice at all
         others = " OR ".join(f"{value} IS NOT NULL" for value in values)
         parameters = [prefix]
-    found = first_row(
-        connection,
-        f"SELECT source, {', '.join(values)} FROM chunks"
-        f" WHERE starts_with(source, $1) AND ({others}) ORDER BY key LIMIT 1",
-        parameters,
+    found = chunk_table.first_where(
+        connection, values, f"starts_with(source, $1) AND ({others})", parameters
     )
     if found is None:
         return
@@ -128,11 +125,9 @@ def count(connection: duckdb.DuckDBPyConnection, slice_keys: list[str]) -> list[
     if not slice_keys:
         return []
     values = [_value_sql(key) for key in slice_keys]
-    rows = connection.execute(
-        f"SELECT {', '.join(values)}, count(*) FROM chunks"
-        f" WHERE {' OR '.join(f'{value} IS NOT NULL' for value in values)}"
-        " GROUP BY ALL ORDER BY ALL"
-    ).fetchall()
+    rows = chunk_table.count_by(
+        connection, values, " OR ".join(f"{value} IS NOT NULL" for value in values)
+    )
     return [
         SliceCount(
             metadata={

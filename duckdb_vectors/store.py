@@ -367,7 +367,7 @@ class VectorStore:
         condition, parameters = scope.condition()
         with self.transaction():
             found = execute_user_sql(
-                self._connection, f"SELECT key FROM chunks WHERE {condition}", parameters
+                self._connection, chunk_table.keys_where(condition), parameters
             )
             return self._delete_keys(found.fetchnumpy()["key"])
 
@@ -608,7 +608,7 @@ class VectorStore:
         if dimension is None:
             return  # nothing has ever been written: no dimension to record yet
         if self.quantization is not None:
-            vector_codes.sync(self._connection, dimension)
+            vector_codes.sync(self._connection, dimension, chunk_table.embeddings)
         count, content_hash = chunk_table.content_statistics(self._connection)
         fingerprint = self._embedder.fingerprint() if self._embedder_checked else None
         slice_keys = sorted(set(self.slice_keys) | self._stamped_keys)

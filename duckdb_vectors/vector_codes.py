@@ -14,10 +14,12 @@ first write.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import duckdb
 import numpy as np
 
-from .db import array_width, numpy_batches, registered, registered_arrow
+from .db import array_width, registered_arrow
 from .quantization import int8_codes
 
 TABLE = "vector_codes"
@@ -36,8 +38,14 @@ def width(connection: duckdb.DuckDBPyConnection) -> int | None:
     return array_width(connection, TABLE, "codes")
 
 
-def sync(connection: duckdb.DuckDBPyConnection, dimension: int) -> int:
+def sync(
+    connection: duckdb.DuckDBPyConnection,
+    dimension: int,
+    embeddings: Callable[[duckdb.DuckDBPyConnection, np.ndarray, int], np.ndarray],
+) -> int:
     """Code every chunk that has no codes yet (all of them, the first time); return how many.
+    ``embeddings``: their float32 vectors by key (``chunk_table.embeddings``, passed in because
+    ``chunk_table`` imports this module to delete a chunk's codes with it).
 
     New chunks have the highest keys, so codes are appended in key order and the table stays
     stored in key order, as ``MemoryIndex`` reads it.
@@ -63,20 +71,3 @@ def sync(connection: duckdb.DuckDBPyConnection, dimension: int) -> int:
 def delete_keys(connection: duckdb.DuckDBPyConnection, keys: list[int]) -> None:
     """Delete the codes of these chunk keys (their chunks are being deleted)."""
     connection.execute(f"DELETE FROM {TABLE} WHERE key IN (SELECT unnest($1::BIGINT[]))", [keys])
-
-
-def embeddings(
-    connection: duckdb.DuckDBPyConnection, keys: np.ndarray, dimension: int
-) -> np.ndarray:
-    """The stored float32 vectors of these chunk keys (each must exist), in that order."""
-    found = np.empty((len(keys), dimension), dtype=np.float32)
-    if len(keys) == 0:
-        return found
-    wanted = {"key": np.asarray(keys, dtype=np.int64), "place": np.arange(len(keys))}
-    with registered(connection, "wanted_keys", wanted):
-        relation = connection.sql(
-            "SELECT w.place, c.embedding FROM chunks c JOIN wanted_keys w USING (key)"
-        )
-        for batch in numpy_batches(relation):
-            found[batch["place"]] = batch["embedding"]
-    return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from functools import cache
 from pathlib import Path
 
@@ -108,3 +109,63 @@ def test_every_exception_class_is_declared_in_errors() -> None:
         and any(ast.unparse(base).rpartition(".")[2] in exceptions for base in node.bases)
     ]
     assert elsewhere == []
+
+
+# Each table's owner: the one module that holds the statements naming it.
+TABLE_OWNERS = {
+    "chunks": "duckdb_vectors.chunk_table",
+    "documents": "duckdb_vectors.documents",
+    "manifest": "duckdb_vectors.manifest",
+    "postings": "duckdb_vectors.postings",
+    "terms": "duckdb_vectors.postings",
+    "word_forms": "duckdb_vectors.postings",
+    "vector_codes": "duckdb_vectors.vector_codes",
+    "schema_migrations": "duckdb_vectors.schema",
+}
+
+# Statements that name a table outside its owner, each for a reason.
+TABLE_EXCEPTIONS = {
+    # Ranking in SQL is one statement over the postings and the chunks (their lengths, the
+    # caller's filter): split, DuckDB could not join them.
+    ("duckdb_vectors.search", "chunks"): "the SQL searcher's ranking statements",
+    # The view and the search macro are SQL objects over the tables, for plain DuckDB users.
+    ("duckdb_vectors.plain_sql", "chunks"): "chunk_view and the search_text macro",
+    ("duckdb_vectors.plain_sql", "postings"): "the search_text macro",
+    ("duckdb_vectors.plain_sql", "terms"): "the search_text macro",
+    ("duckdb_vectors.plain_sql", "word_forms"): "the search_text macro",
+    # Migration 7 reads the language and slice keys; manifest.py imports the schema version.
+    ("duckdb_vectors.plain_sql", "manifest"): "migration 7, below manifest.py",
+    ("duckdb_vectors.schema", "manifest"): "migration 1, below manifest.py",
+    # The chunks that have no codes yet: one anti join, not every key read into Python.
+    ("duckdb_vectors.vector_codes", "chunks"): "the chunks to code",
+    # Whether a file's chunks are all still there: one join, not a read of every source.
+    ("duckdb_vectors.documents", "chunks"): "files whose chunks are whole, orphans",
+}
+
+_STATEMENT = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE(?: IF (?:NOT )?EXISTS)?)\s+(\w+)\b")
+
+
+def _tables_named() -> set[tuple[str, str, int]]:
+    """(module, table, line) for each SQL text in the package that names an owned table."""
+    return {
+        (module, match.group(1), node.lineno)
+        for module, (_, tree) in _trees().items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        for match in _STATEMENT.finditer(node.value)
+        if match.group(1) in TABLE_OWNERS
+    }
+
+
+def test_statements_on_a_table_sit_in_its_owner() -> None:
+    elsewhere = sorted(
+        f"{module}:{line}: {table} (owner {TABLE_OWNERS[table]})"
+        for module, table, line in _tables_named()
+        if module != TABLE_OWNERS[table] and (module, table) not in TABLE_EXCEPTIONS
+    )
+    assert elsewhere == []
+
+
+def test_every_table_exception_is_still_needed() -> None:
+    named = {(module, table) for module, table, _ in _tables_named()}
+    assert set(TABLE_EXCEPTIONS) <= named
