@@ -71,14 +71,22 @@ def create_by_term(connection: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+# The tables since schema 4. Files migrated before these were declared made them with
+# CREATE TABLE AS: the same columns and types, without NOT NULL, which nothing relies on.
+TERMS_COLUMNS = "term_id INTEGER NOT NULL, term VARCHAR NOT NULL"
+POSTINGS_COLUMNS = "term_id INTEGER NOT NULL, key BIGINT NOT NULL, tf INTEGER NOT NULL"
+
+
 def create(connection: duckdb.DuckDBPyConnection) -> None:
     """Schema 4: move schema 3's ``postings(term, key, tf)`` to term ids, in term order."""
+    connection.execute(f"CREATE TABLE terms ({TERMS_COLUMNS})")
     connection.execute(
-        "CREATE TABLE terms AS SELECT CAST(row_number() OVER (ORDER BY term) AS INTEGER)"
-        " AS term_id, term FROM (SELECT DISTINCT term FROM postings)"
+        "INSERT INTO terms SELECT CAST(row_number() OVER (ORDER BY term) AS INTEGER), term"
+        " FROM (SELECT DISTINCT term FROM postings)"
     )
+    connection.execute(f"CREATE TABLE postings_by_id ({POSTINGS_COLUMNS})")
     connection.execute(
-        "CREATE TABLE postings_by_id AS SELECT t.term_id, p.key, p.tf"
+        "INSERT INTO postings_by_id SELECT t.term_id, p.key, p.tf"
         " FROM postings p JOIN terms t USING (term) ORDER BY t.term_id, p.key"
     )
     connection.execute("DROP TABLE postings")
@@ -251,7 +259,8 @@ def compact_if_unordered(connection: duckdb.DuckDBPyConnection) -> None:
     ) or (0, 0)
     if unordered * 8 <= total:
         return
-    connection.execute("CREATE TABLE postings_in_order AS FROM postings ORDER BY term_id, key")
+    connection.execute(f"CREATE TABLE postings_in_order ({POSTINGS_COLUMNS})")
+    connection.execute("INSERT INTO postings_in_order FROM postings ORDER BY term_id, key")
     connection.execute("DROP TABLE postings")
     connection.execute("ALTER TABLE postings_in_order RENAME TO postings")
     connection.execute("DELETE FROM terms WHERE term_id NOT IN (SELECT term_id FROM postings)")

@@ -207,6 +207,17 @@ def test_an_index_of_schema_version_2_is_searched_read_only_without_migrating(
         assert connection.execute("SELECT max(version) FROM schema_migrations").fetchall() == [
             (SCHEMA_VERSION,)
         ]
+        declared = connection.execute(
+            "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns()"
+            " WHERE table_name IN ('terms', 'postings') ORDER BY 1, column_index"
+        ).fetchall()
+        assert declared == [  # the migration declares the tables, not CREATE TABLE AS
+            ("postings", "term_id", "INTEGER", False),
+            ("postings", "key", "BIGINT", False),
+            ("postings", "tf", "INTEGER", False),
+            ("terms", "term_id", "INTEGER", False),
+            ("terms", "term", "VARCHAR", False),
+        ]
 
 
 @pytest.mark.slow
@@ -262,3 +273,33 @@ def test_a_schema_version_1_index_is_refused_read_only_with_the_command_that_mig
     VectorStore(db_path, model_path=STATIC_MODEL).close()  # read-write: migrated
     with VectorStore(db_path, read_only=True, model_path=STATIC_MODEL) as store:
         assert store.query_text("apples")[0].chunk.text == "apples are red"
+
+
+def test_an_index_whose_postings_were_made_by_create_table_as_is_written_and_compacted(
+    db_path: Path,
+) -> None:
+    """Files migrated before ``terms`` and ``postings`` were declared hold them as made by
+    CREATE TABLE AS (no NOT NULL): they are written to, compacted and searched as before."""
+    texts = ["apples are red", "the sky is blue"]
+    build(db_path, texts).close()
+    with duckdb.connect(str(db_path)) as connection:
+        for table in ("terms", "postings"):
+            connection.execute(f"CREATE TABLE undeclared AS FROM {table}")
+            connection.execute(f"DROP TABLE {table}")
+            connection.execute(f"ALTER TABLE undeclared RENAME TO {table}")
+    with VectorStore(db_path, model_path=STATIC_MODEL) as store:
+        # Each write's new terms sort before the old ones: the postings fall out of order.
+        for word in ("aardvarks", "aaa", "aa"):
+            store.add_texts([f"{word} are blue"])
+        assert store.query_text("aardvarks", top_k=1)[0].chunk.text == "aardvarks are blue"
+        assert store.count() == 5
+    with duckdb.connect(str(db_path), read_only=True) as connection:
+        unordered = connection.execute(
+            "SELECT count(*) FILTER (WHERE term_id < previous) FROM"
+            " (SELECT term_id, lag(term_id) OVER () AS previous FROM postings)"
+        ).fetchall()
+        assert unordered == [(0,)]
+        nullable = connection.execute(
+            "SELECT bool_or(is_nullable) FROM duckdb_columns() WHERE table_name = 'postings'"
+        ).fetchall()
+        assert nullable == [(False,)]  # compacted into the declared table
