@@ -27,6 +27,16 @@ class Chunk(BaseModel):
     )
 
 
+# ``Chunk`` is the one declaration of the chunk row: these of its fields the store makes itself
+# (or returns only on request); the others are what a writer gives, in every input form (a
+# ``Chunk``, an S3-shaped item, a Parquet row) and what a hit shows. tests/test_chunk_layout.py
+# checks each form against it.
+MADE_BY_THE_STORE: frozenset[str] = frozenset({"etag", "stamped_at", "embedding"})
+GIVEN_FIELDS: tuple[str, ...] = tuple(
+    name for name in Chunk.model_fields if name not in MADE_BY_THE_STORE
+)
+
+
 class SearchResult(BaseModel):
     """A ranked hit: the chunk, its fused score, and where each signal ranked it."""
 

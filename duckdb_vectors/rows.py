@@ -113,9 +113,13 @@ def check_utf8(text: str, what: str) -> str:
     return text
 
 
+# The columns of a ``ChunkColumns`` that hold text.
+TEXT_COLUMNS = ("chunk_id", "text", "title", "source", "metadata_json")
+
+
 def check_text_fields(batch: ChunkColumns) -> None:
     """Every text field of every chunk can be stored (see ``check_utf8``)."""
-    for name in ("chunk_id", "text", "title", "source", "metadata_json"):
+    for name in TEXT_COLUMNS:
         values = getattr(batch, name)
         if "".join(value for value in values if value is not None).isascii():
             continue  # most columns, confirmed at once
