@@ -381,7 +381,7 @@ def embeddings(
 
 
 def first_where(
-    connection: duckdb.DuckDBPyConnection, values: list[str], condition: str, parameters: list
+    connection: duckdb.DuckDBPyConnection, values: list[str], condition: str, parameters: list[Any]
 ) -> tuple[Any, ...] | None:
     """The source and ``values`` (SQL expressions) of the first chunk matching ``condition``."""
     return first_row(
