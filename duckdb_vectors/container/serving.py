@@ -14,6 +14,10 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+# Loading an index imports numpy.ma when DuckDB hands back a column with NULLs (an index
+# without URLs): imported here whatever the baked index holds, so the pruned runtime (one
+# layer of the image) is the same for every index, and a rebake reuses it.
+import numpy.ma  # noqa: F401
 import pypdf  # noqa: F401  the PDF chunker imports it on its first PDF
 
 import duckdb_vectors.cli
