@@ -251,7 +251,7 @@ class MemoryIndex:
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         if self.rows is None:
             return chunk_table.by_keys(self.connection, keys)
-        return [self._chunk(int(row)) for row in np.searchsorted(self.keys, keys)]
+        return [self._chunk(row) for row in np.searchsorted(self.keys, keys).tolist()]
 
     def documents(self, keys: np.ndarray) -> list[str]:
         if self.rows is None:
@@ -264,7 +264,7 @@ class MemoryIndex:
 
     def _chunk(self, row: int) -> Chunk:
         assert self.rows is not None
-        return chunk_table.decode({name: values[row] for name, values in self.rows.items()})
+        return chunk_table.decode([values[row] for values in self.rows.values()])
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
         """The rows ``scope`` allows, ascending; None for all of them."""
@@ -280,12 +280,7 @@ class MemoryIndex:
 
     def _top(self, rows: np.ndarray | None, scores: np.ndarray, depth: int) -> Ranking:
         """The ``depth`` best of ``scores`` (for ``rows``, or all rows if None), ties by key."""
-        if len(scores) > depth:
-            # A partition picks an arbitrary member of a tie at the cut; widen to keep all ties.
-            cut = float(kth_largest(scores, depth))
-            chosen = np.flatnonzero(scores >= cut - TIE_TOLERANCE * max(abs(cut), 1.0))
-        else:
-            chosen = np.arange(len(scores))
+        chosen = best_with_ties(scores, depth) if len(scores) > depth else np.arange(len(scores))
         selected_rows = chosen if rows is None else rows[chosen]
         return Ranking.ordered(self.keys[selected_rows], scores[chosen], depth)
 
@@ -309,20 +304,34 @@ def estimated_bytes(
     return chunks * (vector_width + 16) + posting_count * 8 + held_rows + in_flight
 
 
-def kth_largest(scores: np.ndarray, k: int) -> float:
-    """The ``k``-th largest of ``scores`` (1 <= k <= len(scores); no NaN, which the snapshot's
-    unit vectors and BM25 weights never produce).
+def best_with_ties(scores: np.ndarray, k: int) -> np.ndarray:
+    """The positions (ascending) of the ``k`` largest of ``scores`` and of every score tied
+    with the ``k``-th (within ``TIE_TOLERANCE``): a partition picks an arbitrary member of a
+    tie at the cut. (1 <= k <= len(scores); no NaN, which the snapshot's unit vectors and
+    BM25 weights never produce.)
 
     A full partition costs about as much as the matrix product itself (37 us at 5k rows). The
     ``k``-th largest of a strided sample is a lower bound of the true one (the sample's ``k``
     best are all in ``scores``), so only the scores at or above it, about ``k * _SAMPLE_STRIDE``
-    of them, need partitioning.
+    of them, are partitioned; they also hold every tie at the cut unless the bound is within
+    the tolerance of it.
     """
-    if len(scores) >= k * _SAMPLE_STRIDE * 4:
-        sample = scores[::_SAMPLE_STRIDE]
-        bound = np.partition(sample, len(sample) - k)[len(sample) - k]
-        scores = scores[scores >= bound]
-    return np.partition(scores, len(scores) - k)[len(scores) - k]
+    if len(scores) < k * _SAMPLE_STRIDE * 4:
+        cut = float(np.partition(scores, len(scores) - k)[len(scores) - k])
+        return np.flatnonzero(scores >= _tie_floor(cut))
+    sample = scores[::_SAMPLE_STRIDE]
+    bound = np.partition(sample, len(sample) - k)[len(sample) - k]
+    candidates = np.flatnonzero(scores >= bound)
+    within = scores[candidates]
+    floor = _tie_floor(float(np.partition(within, len(within) - k)[len(within) - k]))
+    if floor >= bound:
+        return candidates[within >= floor]
+    return np.flatnonzero(scores >= floor)
+
+
+def _tie_floor(cut: float) -> float:
+    """The lowest score tied with ``cut`` (``ranking.TIE_TOLERANCE``)."""
+    return cut - TIE_TOLERANCE * max(abs(cut), 1.0)
 
 
 def _normalised_matrix(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> np.ndarray:
@@ -478,5 +487,5 @@ def _bm25_idf(
 
 def _unit(vector: np.ndarray) -> np.ndarray:
     vector = np.asarray(vector, dtype=np.float32).ravel()
-    norm = float(np.linalg.norm(vector))
+    norm = float(np.sqrt(vector.dot(vector)))  # np.linalg.norm's own sum, without its checks
     return vector / norm if norm else vector

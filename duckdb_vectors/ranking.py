@@ -54,7 +54,7 @@ class FusedRanking:
     text_ranks: np.ndarray
 
     def head(self, count: int) -> FusedRanking:
-        return self.at(slice(0, count))
+        return self if len(self.keys) <= count else self.at(slice(0, count))
 
     def at(self, rows: slice | np.ndarray) -> FusedRanking:
         """The entries at ``rows`` (a slice or positions), in that order."""
@@ -92,8 +92,16 @@ def tie_order(keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
     if len(by_score) < 2:
         return by_score
     ordered = scores[by_score]
-    apart = ordered[:-1] - ordered[1:] > TIE_TOLERANCE * np.maximum(np.abs(ordered[:-1]), 1.0)
-    if apart.all():  # no near-ties (the usual case): the score order stands
+    gaps = ordered[:-1] - ordered[1:]
+    # No near-ties (the usual case): every gap beats twice the tolerance at the largest
+    # magnitude (at an end of the sorted scores), so the score order stands. Cheaper than
+    # comparing each gap with its own tolerance, below, which decides when this does not
+    # (twice: float32 scores round that comparison's bound differently).
+    largest = max(abs(float(ordered[0])), abs(float(ordered[-1])), 1.0)
+    if gaps.min() > 2 * TIE_TOLERANCE * largest:
+        return by_score
+    apart = gaps > TIE_TOLERANCE * np.maximum(np.abs(ordered[:-1]), 1.0)
+    if apart.all():
         return by_score
     runs = np.concatenate([[0], np.cumsum(apart)])
     return by_score[np.lexsort((keys[by_score], runs))]

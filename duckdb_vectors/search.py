@@ -20,7 +20,7 @@ from .config import FusionSettings
 from .db import SCAN_MEMORY_LIMIT, first_line, registered, scan_buffer_pool
 from .errors import InvalidRankingSQLError, NotAnIndexError
 from .filters import compile_filter
-from .models import Chunk, SearchResult, SearchResults
+from .models import Chunk, SearchResult, SearchResults, trusted
 from .ranking import FusedRanking, Ranking, fuse
 from .ranking_sql import execute_user_sql, validate_fragment
 
@@ -244,20 +244,34 @@ def answer(
     else:
         top = fused.head(query.top_k)
         chunks = searcher.chunks(top.keys)
-    return SearchResults(
-        (
-            SearchResult(
-                chunk=chunk,
-                score=float(score),
-                vector_rank=int(vector_rank) or None,
-                text_rank=int(text_rank) or None,
-            )
-            for chunk, score, vector_rank, text_rank in zip(
-                chunks, top.scores, top.vector_ranks, top.text_ranks, strict=True
-            )
-        ),
-        match=match,
-    )
+    return SearchResults(_hits(chunks, top), match=match)
+
+
+_HIT_FIELDS = tuple(SearchResult.model_fields)
+
+
+def _hits(chunks: list[Chunk], top: FusedRanking) -> list[SearchResult]:
+    """The hits, built from the fused ranking's own values (not validated again: the same
+    plain floats and ints validation gives, held equal by tests/test_trusted_hits.py)."""
+    return [
+        trusted(
+            SearchResult,
+            {
+                "chunk": chunk,
+                "score": score,
+                "vector_rank": by_vector or None,
+                "text_rank": by_text or None,
+            },
+            _HIT_FIELDS,
+        )
+        for chunk, score, by_vector, by_text in zip(
+            chunks,
+            top.scores.astype(np.float64, copy=False).tolist(),
+            top.vector_ranks.tolist(),
+            top.text_ranks.tolist(),
+            strict=True,
+        )
+    ]
 
 
 def _matching_scope(query: Query, searcher: Searcher) -> tuple[Scope, str]:

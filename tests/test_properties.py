@@ -30,7 +30,7 @@ from duckdb_vectors.chunkers import (
 from duckdb_vectors.chunkers.markdown import split_front_matter
 from duckdb_vectors.config import FusionSettings
 from duckdb_vectors.filters import compile_filter
-from duckdb_vectors.memory_index import kth_largest
+from duckdb_vectors.memory_index import best_with_ties
 from duckdb_vectors.ranking import TIE_TOLERANCE, Ranking, fuse
 from duckdb_vectors.terms import all_terms, index_terms
 from duckdb_vectors.tokenizer import tokenize
@@ -781,15 +781,20 @@ def test_tokens_are_never_empty_and_never_hold_a_space(text) -> None:
 @pytest.mark.slow
 @SETTINGS
 @given(
-    scores=st.lists(st.integers(-50, 50), min_size=1, max_size=3000),
+    scores=st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 3)), min_size=1, max_size=3000),
     k=st.integers(1, 120),
     sorted_input=st.booleans(),
 )
-def test_the_sampled_kth_largest_is_the_true_one(scores, k, sorted_input) -> None:
-    """Scores on a coarse grid make ties common; sorted input puts the sample at its worst."""
+def test_the_sampled_top_k_is_the_true_one_with_its_ties(scores, k, sorted_input) -> None:
+    """Scores on a coarse grid, some a hair apart (within TIE_TOLERANCE), make ties and
+    near-ties common; sorted input puts the sample at its worst."""
     assume(k <= len(scores))
-    values = np.asarray(sorted(scores) if sorted_input else scores, dtype=np.float32)
-    assert kth_largest(values, k) == sorted(values.tolist(), reverse=True)[k - 1]
+    grid = [step / 7 + hair * 2.5e-7 for step, hair in scores]
+    values = np.asarray(sorted(grid) if sorted_input else grid, dtype=np.float32)
+    cut = sorted(values.tolist(), reverse=True)[k - 1]
+    floor = cut - TIE_TOLERANCE * max(abs(cut), 1.0)
+    expected = [i for i, value in enumerate(values) if value >= np.float32(floor)]
+    assert best_with_ties(values, k).tolist() == expected
 
 
 # -- the two ways to answer: SQL and the in-memory snapshot -------------------------------------
