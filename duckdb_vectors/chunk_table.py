@@ -516,24 +516,27 @@ def by_source(
     return _decode_rows(found)
 
 
-def read_all(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> dict[str, list[Any]]:
-    """The ``CHUNK_SELECT`` columns of the chunks with ``keys`` (every chunk, ascending), one
-    list per column, in key order.
+def read_all(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> list[tuple[Any, ...]]:
+    """The ``CHUNK_SELECT`` rows of the chunks with ``keys`` (every chunk, ascending), in key
+    order, each a tuple as ``decode`` takes it.
+
+    A tuple per row, not a list per column: building a hit then reads one place for its row,
+    not one per column, which counts after the matrix product has pushed everything else out
+    of the CPU's caches (hits at 5k chunks 45 us against 52).
 
     Read ``ROWS_PER_READ`` keys at a time: a query's whole result is held twice while it is
     converted (by DuckDB, and as Python objects); for 100k chunks in one query that was 109 MB
-    above what the lists keep, and the peak of the whole load.
+    above what the rows keep, and the peak of the whole load.
     """
-    columns: dict[str, list[Any]] = {}
+    rows: list[tuple[Any, ...]] = []
     for start in range(0, len(keys), ROWS_PER_READ):
         low, high = int(keys[start]), int(keys[min(start + ROWS_PER_READ, len(keys)) - 1])
         fetched = connection.execute(
             f"SELECT {CHUNK_SELECT} FROM chunks WHERE key BETWEEN $1 AND $2 ORDER BY key",
             [low, high],
         ).fetchnumpy()
-        for name, values in fetched.items():
-            columns.setdefault(name, []).extend(values.tolist())
-    return columns
+        rows.extend(zip(*(values.tolist() for values in fetched.values()), strict=True))
+    return rows
 
 
 def content_statistics(connection: duckdb.DuckDBPyConnection) -> tuple[int, str]:

@@ -4,7 +4,7 @@ A DuckDB query costs a fraction of a millisecond of planning before it reads a r
 full-table ``array_cosine_similarity`` scan is ~10x slower than one matrix-vector product in
 numpy. A long-lived process therefore loads the index once (about a second per 100k chunks)
 and answers from numpy: a matrix product for the vector ranking, an inverted index for BM25,
-and plain column lists for the rows it returns. DuckDB stays the store of record; the snapshot is
+and a tuple per chunk for the rows it returns. DuckDB stays the store of record; the snapshot is
 rebuilt after this process writes to the index.
 
 A quantized index is ranked from its int8 codes instead of the float32 matrix (a quarter of the
@@ -42,8 +42,10 @@ _SAMPLE_STRIDE = 8  # one score in eight bounds the top-k threshold from below
 # DuckDB hands a scan to Python in Arrow batches of this many rows: one is held while it is copied.
 _ARROW_BATCH_ROWS = 131_072
 # Python objects of a chunk row held (ids, source, metadata, stamp), besides its text: 100k
-# rows of 40 words took 72 MB, 33 of them text.
-_HELD_ROW_BYTES = 400
+# rows of 40 words took 72 MB, 33 of them text, when they were held as a list per column; a
+# tuple per row adds 48 bytes (its header, less the lists' slots).
+_HELD_ROW_BYTES = 450
+_SOURCE, _CHUNK_ID = (chunk_table.CHUNK_FIELDS.index(name) for name in ("source", "chunk_id"))
 
 
 @dataclass
@@ -144,8 +146,8 @@ class MemoryIndex:
         keys: chunk keys, ascending; row ``i`` of every array belongs to ``keys[i]``.
         vectors: the embeddings, one row per chunk.
         postings: the BM25 inverted index.
-        rows: the chunk columns returned with results, one list per column; None to read
-            them from ``connection`` per query.
+        rows: the chunk rows returned with results (``chunk_table.read_all``), in key order;
+            None to read them from ``connection`` per query.
     """
 
     def __init__(
@@ -154,7 +156,7 @@ class MemoryIndex:
         keys: np.ndarray,
         vectors: Vectors,
         postings: _Postings,
-        rows: dict[str, list[Any]] | None,
+        rows: list[tuple[Any, ...]] | None,
     ) -> None:
         self.connection = connection
         self.keys = keys
@@ -251,20 +253,17 @@ class MemoryIndex:
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         if self.rows is None:
             return chunk_table.by_keys(self.connection, keys)
-        return [self._chunk(row) for row in np.searchsorted(self.keys, keys).tolist()]
+        rows = self.rows
+        return [chunk_table.decode(rows[row]) for row in np.searchsorted(self.keys, keys).tolist()]
 
     def documents(self, keys: np.ndarray) -> list[str]:
         if self.rows is None:
             return chunk_table.documents_of(self.connection, keys)
-        sources, chunk_ids = self.rows["source"], self.rows["chunk_id"]
+        rows = self.rows
         return [
-            chunk_table.document_of(sources[row], chunk_ids[row])
+            chunk_table.document_of(rows[row][_SOURCE], rows[row][_CHUNK_ID])
             for row in np.searchsorted(self.keys, keys).tolist()
         ]
-
-    def _chunk(self, row: int) -> Chunk:
-        assert self.rows is not None
-        return chunk_table.decode([values[row] for values in self.rows.values()])
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
         """The rows ``scope`` allows, ascending; None for all of them."""
@@ -316,17 +315,22 @@ def best_with_ties(scores: np.ndarray, k: int) -> np.ndarray:
     of them, are partitioned; they also hold every tie at the cut unless the bound is within
     the tolerance of it.
     """
+    # ndarray methods, not numpy's functions: these wrap them in Python, which costs here.
     if len(scores) < k * _SAMPLE_STRIDE * 4:
-        cut = float(np.partition(scores, len(scores) - k)[len(scores) - k])
-        return np.flatnonzero(scores >= _tie_floor(cut))
-    sample = scores[::_SAMPLE_STRIDE]
-    bound = np.partition(sample, len(sample) - k)[len(sample) - k]
-    candidates = np.flatnonzero(scores >= bound)
+        return (scores >= _tie_floor(_kth_largest(scores.copy(), k))).nonzero()[0]
+    bound = _kth_largest(scores[::_SAMPLE_STRIDE].copy(), k)
+    candidates = (scores >= bound).nonzero()[0]
     within = scores[candidates]
-    floor = _tie_floor(float(np.partition(within, len(within) - k)[len(within) - k]))
+    floor = _tie_floor(_kth_largest(within.copy(), k))
     if floor >= bound:
         return candidates[within >= floor]
-    return np.flatnonzero(scores >= floor)
+    return (scores >= floor).nonzero()[0]
+
+
+def _kth_largest(scores: np.ndarray, k: int) -> float:
+    """The ``k``-th largest of ``scores``, which this reorders."""
+    scores.partition(len(scores) - k)
+    return float(scores[len(scores) - k])
 
 
 def _tie_floor(cut: float) -> float:

@@ -65,12 +65,12 @@ class FusedRanking:
     @classmethod
     def from_vector(cls, ranking: Ranking) -> FusedRanking:
         ranks = np.arange(1, len(ranking) + 1)
-        return cls(ranking.keys, ranking.scores, ranks, np.zeros_like(ranks))
+        return cls(ranking.keys, ranking.scores, ranks, np.zeros(len(ranks), ranks.dtype))
 
     @classmethod
     def from_text(cls, ranking: Ranking) -> FusedRanking:
         ranks = np.arange(1, len(ranking) + 1)
-        return cls(ranking.keys, ranking.scores, np.zeros_like(ranks), ranks)
+        return cls(ranking.keys, ranking.scores, np.zeros(len(ranks), ranks.dtype), ranks)
 
     @classmethod
     def text_then_vector(cls, text: Ranking, vector: Ranking) -> FusedRanking:
