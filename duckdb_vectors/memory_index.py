@@ -254,7 +254,7 @@ class MemoryIndex:
         if self.rows is None:
             return chunk_table.by_keys(self.connection, keys)
         rows = self.rows
-        return [chunk_table.decode(rows[row]) for row in np.searchsorted(self.keys, keys).tolist()]
+        return [chunk_table.decode(rows[row]) for row in self.keys.searchsorted(keys).tolist()]
 
     def documents(self, keys: np.ndarray) -> list[str]:
         if self.rows is None:

@@ -98,7 +98,7 @@ def tie_order(keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
     # comparing each gap with its own tolerance, below, which decides when this does not
     # (twice: float32 scores round that comparison's bound differently).
     largest = max(abs(float(ordered[0])), abs(float(ordered[-1])), 1.0)
-    if gaps.min() > 2 * TIE_TOLERANCE * largest:
+    if np.minimum.reduce(gaps) > 2 * TIE_TOLERANCE * largest:  # gaps.min(), less wrapped
         return by_score
     apart = gaps > TIE_TOLERANCE * np.maximum(np.abs(ordered[:-1]), 1.0)
     if apart.all():

@@ -174,7 +174,10 @@ class VectorStore:
             raise
         self._embedder = embedder
         self._embedder_checked = False
-        self._fusion: tuple[tuple[object, ...], FusionSettings] | None = None
+        # The fusion settings, with the settings, manifest and model check they were made of.
+        self._fusion: tuple[tuple[FusionSettings, Manifest | None, bool], FusionSettings] | None = (
+            None
+        )
         self._memory: MemoryIndex | None = None
         self._fits_in_memory: bool | None = None  # see _memory_index_fits
         self._transaction_depth = 0
@@ -648,9 +651,12 @@ class VectorStore:
         """How rankings are fused: the settings, with BM25's share from the index unless it
         was set (argument or ``DUCKDB_VECTORS_FUSION_LEXICAL_WEIGHT``)."""
         # Read by every query: made again only when what it is made of was replaced (a copy
-        # per query was 3 us of a 0.2 ms vector query at 5k chunks).
-        basis = (self.settings, self.manifest, self._embedder_checked)
-        if self._fusion is None or self._fusion[0] != basis:
+        # per query was 3 us of a 0.2 ms vector query at 5k chunks). By identity: settings
+        # equal as values may differ in which fields were set.
+        basis = (self.settings.fusion, self.manifest, self._embedder_checked)
+        if self._fusion is None or any(
+            was is not now for was, now in zip(self._fusion[0], basis, strict=True)
+        ):
             self._fusion = (basis, self._resolved_fusion())
         return self._fusion[1]
 

@@ -17,11 +17,13 @@ from duckdb_vectors import (
     Chunk,
     DuckDBVectorsError,
     EmbedderError,
+    FusionSettings,
     NotAnIndexError,
     ReadOnlyError,
     SearchResult,
     VectorStore,
 )
+from duckdb_vectors.config import STATIC_LEXICAL_WEIGHT
 from duckdb_vectors.db import (
     Transaction,
     column,
@@ -704,3 +706,17 @@ def test_an_id_repeated_in_a_later_batch_of_vectors_is_refused_in_an_empty_index
     with pytest.raises(ValueError, match=r"duplicate ids in one write: \['c2'\]"):
         store.put_vector_batches(batches, stamp=datetime.now(UTC))
     assert store.count() == 0
+
+
+def test_the_fusion_follows_the_settings_and_the_recorded_weight(filled_store: VectorStore) -> None:
+    """The fused settings are kept between queries, and made again when what they come from
+    is replaced: the index's recorded weight, or the settings (even by settings of equal
+    values, which differ in whether BM25's share was set)."""
+    assert filled_store.fusion.lexical_weight == STATIC_LEXICAL_WEIGHT  # the static model's
+    assert filled_store.fusion is filled_store.fusion
+    filled_store.record_lexical_weight(0.3)
+    assert filled_store.fusion.lexical_weight == 0.3
+    filled_store.settings.fusion = FusionSettings(lexical_weight=FusionSettings().lexical_weight)
+    assert filled_store.fusion.lexical_weight == FusionSettings().lexical_weight
+    filled_store.settings.fusion = FusionSettings()
+    assert filled_store.fusion.lexical_weight == 0.3
