@@ -199,9 +199,13 @@ def decode(values: Sequence[Any], embedding: Any = None) -> Chunk:
     fields["stamped_at"] = _stamp(fields["stamped_at"])
     if embedding is None:
         fields["embedding"] = None
-        return trusted(Chunk, fields, CHUNK_FIELDS)
+        return trusted(Chunk, fields, _READ_FIELDS)
     fields["embedding"] = [float(x) for x in embedding]
-    return trusted(Chunk, fields, fields)
+    return trusted(Chunk, fields, _READ_FIELDS | {"embedding"})
+
+
+# The fields a chunk read back was given (``model_fields_set``), as validating it said.
+_READ_FIELDS = set(CHUNK_FIELDS)
 
 
 @functools.lru_cache(maxsize=1024)

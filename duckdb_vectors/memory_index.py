@@ -13,6 +13,7 @@ memory); the best candidates are rescored with their float32 vectors, read from 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -491,5 +492,7 @@ def _bm25_idf(
 
 def _unit(vector: np.ndarray) -> np.ndarray:
     vector = np.asarray(vector, dtype=np.float32).ravel()
-    norm = float(np.sqrt(vector.dot(vector)))  # np.linalg.norm's own sum, without its checks
+    # np.linalg.norm's own sum, without its checks; a float32 square root either way (the
+    # division rounds this one to float32, which gives the same: double has the bits).
+    norm = math.sqrt(vector.dot(vector))
     return vector / norm if norm else vector

@@ -247,7 +247,7 @@ def answer(
     return SearchResults(_hits(chunks, top), match=match)
 
 
-_HIT_FIELDS = tuple(SearchResult.model_fields)
+_HIT_FIELDS = set(SearchResult.model_fields)  # every field of a hit is given
 
 
 def _hits(chunks: list[Chunk], top: FusedRanking) -> list[SearchResult]:
