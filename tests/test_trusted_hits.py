@@ -139,3 +139,16 @@ def test_a_chunk_read_with_its_embedding_is_what_validation_made(index: Path) ->
         assert [chunk.chunk_id for chunk in chunks] == list(expected)
         for chunk in chunks:
             assert_same_model(chunk, expected[chunk.chunk_id])
+
+
+def test_copying_a_hit_leaves_the_others_as_they_were(index: Path) -> None:
+    """Trusted hits share one fields set, as ``model_construct`` lets them: a copy with
+    changes must not change what the others say was set."""
+    with VectorStore(index, model_path=STATIC_MODEL, read_only=True) as store:
+        first, second = store.query("release notes", 2)
+        chunk = first.chunk.model_copy(update={"embedding": [1.0]})
+        hit = first.model_copy(update={"chunk": chunk})
+        assert "embedding" in chunk.model_fields_set and hit.chunk is chunk
+        assert "embedding" not in second.chunk.model_fields_set
+        assert second.chunk.model_fields_set == set(CHUNK_FIELDS)
+        assert first.model_fields_set == second.model_fields_set == set(SearchResult.model_fields)
