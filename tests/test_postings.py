@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
-from duckdb_vectors import VectorStore, postings
-from duckdb_vectors.memory_index import MemoryIndex
+from duckdb_vectors import VectorStore
+from duckdb_vectors.index import postings
 from duckdb_vectors.models import Chunk
-from duckdb_vectors.search import Scope, SqlSearcher
+from duckdb_vectors.search.answer import Scope, SqlSearcher
+from duckdb_vectors.search.memory_index import MemoryIndex
 from duckdb_vectors.tokenizer import tokenize
 
 TEXTS = [

@@ -14,12 +14,13 @@ import exact_v1_tokenizer
 import numpy as np
 import pytest
 
-from duckdb_vectors import IndexMismatchError, VectorStore, postings
-from duckdb_vectors.chunk_table import retokenize
-from duckdb_vectors.db import Transaction, column, registered
-from duckdb_vectors.manifest import read_manifest, write_manifest
+from duckdb_vectors import IndexMismatchError, VectorStore
+from duckdb_vectors.index import postings
+from duckdb_vectors.index.chunk_table import retokenize
+from duckdb_vectors.index.db import Transaction, column, registered
+from duckdb_vectors.index.manifest import read_manifest, write_manifest
+from duckdb_vectors.index.terms import TOKENIZER_NAME
 from duckdb_vectors.rows import titled_text
-from duckdb_vectors.terms import TOKENIZER_NAME
 
 SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 # Real text (Debian translations, as in test_tokenizer) in the scripts exact-v2 splits anew,

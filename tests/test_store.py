@@ -22,14 +22,14 @@ from duckdb_vectors import (
     SearchResult,
     VectorStore,
 )
-from duckdb_vectors.db import (
+from duckdb_vectors.embedders.hashing import HashingEmbedder
+from duckdb_vectors.index.db import (
     Transaction,
     column,
     registered,
     registered_arrow,
     threads_reserved,
 )
-from duckdb_vectors.embedders.hashing import HashingEmbedder
 from duckdb_vectors.writes import WRITE_BATCH
 
 

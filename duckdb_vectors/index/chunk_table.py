@@ -18,6 +18,8 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from ..models import Chunk
+from ..rows import ChunkColumns
 from . import postings, vector_codes
 from .db import (
     array_width,
@@ -29,8 +31,6 @@ from .db import (
     registered_arrow,
     scalar,
 )
-from .models import Chunk
-from .rows import ChunkColumns
 from .terms import changed_forms, index_words, word_forms
 
 

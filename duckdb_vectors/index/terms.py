@@ -30,8 +30,8 @@ from functools import lru_cache
 import regex
 import Stemmer
 
-from .errors import InvalidSettingError
-from .tokenizer import tokenize
+from ..errors import InvalidSettingError
+from ..tokenizer import tokenize
 
 TOKENIZER_NAME = "words-v3"
 DEFAULT_LANGUAGE = "english"

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from .config import FusionSettings
+from ..config import FusionSettings
 
 # Scores closer than this (relative to the larger, at least 1) are a tie, and ties are ordered by
 # key, the order chunks were first written. DuckDB and numpy sum float32 products in different
