@@ -1,7 +1,7 @@
 """Ranking primitives both searchers share: the order of ties, and the fusion of the vector
 and BM25 rankings into one list (BM25's own formula is ``bm25``'s).
 
-``search.SqlSearcher`` and ``memory_index.MemoryIndex`` produce ``Ranking``s; ``fuse`` makes
+``answer.SqlSearcher`` and ``memory_index.MemoryIndex`` produce ``Ranking``s; ``fuse`` makes
 one ``FusedRanking`` of two. Nothing here reads the index, so the quantized scan
 (``quantization``) orders its candidates by the same rule without depending on the search.
 """
