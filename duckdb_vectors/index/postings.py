@@ -259,17 +259,19 @@ def clear(connection: duckdb.DuckDBPyConnection) -> None:
 
 
 def compact_if_unordered(connection: duckdb.DuckDBPyConnection) -> None:
-    """Rewrite the postings in term order when more than an eighth of them came after the
-    first one out of order (rows appended since the last rewrite), and drop terms no chunk
-    has any more. Storage order is what the in-memory index reads, sorting only what is out
-    of place; an eighth bounds that work, and the rewrites cost each posting about 8 more."""
+    """Rewrite the postings in term order when more than half of them came after the first
+    one out of order (rows appended since the last rewrite), and drop terms no chunk has any
+    more. Storage order is what the in-memory index reads, sorting each batch that is out of
+    order (milliseconds); half bounds that work, and the rewrites cost each posting about 2
+    more. At an eighth (8 more), ten writes of 2,000 chunks of 200 words spent 2.2 s of 9.5
+    rewriting postings."""
     total, unordered = first_row(
         connection,
         "SELECT count(*), count(*) - coalesce(min(n) FILTER (WHERE term_id < previous) - 1,"
         " count(*)) FROM (SELECT term_id, lag(term_id) OVER () AS previous,"
         " row_number() OVER () AS n FROM postings)",
     ) or (0, 0)
-    if unordered * 8 <= total:
+    if unordered * 2 <= total:
         return
     connection.execute(f"CREATE TABLE postings_in_order ({POSTINGS_COLUMNS})")
     connection.execute("INSERT INTO postings_in_order FROM postings ORDER BY term_id, key")
