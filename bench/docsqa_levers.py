@@ -28,8 +28,9 @@ import numpy as np
 from common import MODEL
 from docsqa import RAY, Question, load_questions
 
-import duckdb_vectors.search as search
-from duckdb_vectors import FusionSettings, VectorStore, chunk_table, terms
+import duckdb_vectors.search.answer as search
+from duckdb_vectors import FusionSettings, VectorStore
+from duckdb_vectors.index import chunk_table, terms
 
 
 @dataclass(frozen=True)

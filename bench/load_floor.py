@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 from common import OUT, write_json
 
-from duckdb_vectors.db import SCAN_MEMORY_LIMIT, numpy_batches
+from duckdb_vectors.index.db import SCAN_MEMORY_LIMIT, numpy_batches
 
 DIMENSION = 256
 # What DuckDB would otherwise compress a BLOB column with (it picks ZSTD for these).

@@ -38,7 +38,7 @@ from common import DOCS, MODEL, OUT, QUERIES, SHARED, write_json
 from threadpoolctl import threadpool_limits
 
 from duckdb_vectors import get_embedder
-from duckdb_vectors.quantization import RESCORE_FACTOR, Int8Vectors
+from duckdb_vectors.search.quantization import RESCORE_FACTOR, Int8Vectors
 
 BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 IR = SHARED / "evaldata" / "ir"

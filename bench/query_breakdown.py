@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from duckdb_vectors import FusionSettings, VectorStore, get_embedder
-from duckdb_vectors.ranking import fuse
-from duckdb_vectors.search import Scope
+from duckdb_vectors.search.answer import Scope
+from duckdb_vectors.search.ranking import fuse
 from duckdb_vectors.tokenizer import tokenize
 
 HERE = Path(__file__).resolve().parent

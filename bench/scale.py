@@ -168,7 +168,7 @@ def int8_reader(db: str, truth: str) -> dict[str, Any]:
     held, recall@10 against the float32 top 10 (``truth``), and latency side by side with a
     float32 snapshot of the same file, the two taking turns query by query."""
     from duckdb_vectors import VectorStore
-    from duckdb_vectors.memory_index import MemoryIndex
+    from duckdb_vectors.search.memory_index import MemoryIndex
 
     exact = json.loads(Path(truth).read_text())
     texts, vectors = query_set(len(exact))

@@ -20,7 +20,7 @@ from .errors import (
     ReadOnlyError,
     SliceError,
 )
-from .manifest import Manifest
+from .index.manifest import Manifest
 from .models import Chunk, IndexReport, SearchResult, SearchResults, VectorPage
 from .store import VectorStore, WriteStats
 

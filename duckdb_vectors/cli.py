@@ -18,7 +18,7 @@ from typing import Any, get_args
 
 import click
 
-from . import remote, slices
+from . import remote
 from .citations import URL_STYLES, UrlRule, UrlStyle
 from .config import (
     DEFAULT_BASE_IMAGE,
@@ -41,6 +41,7 @@ from .errors import (
 )
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
+from .index import slices
 from .rendering import (
     MIN_MAX_TOKENS,
     SearchOutput,
@@ -52,7 +53,7 @@ from .rendering import (
     summary_as_text,
     tuning_as_text,
 )
-from .search import MATCH_MODES, Match
+from .search.answer import MATCH_MODES, Match
 from .store import MAX_RESULTS, VectorStore
 
 EXIT_ERROR = 1
@@ -688,7 +689,7 @@ def mcp(
     max_age: float | None,
 ) -> None:
     """Serve search, fetch and report to agents (Model Context Protocol)."""
-    from .warming import BackgroundWarmUp
+    from .serve.warming import BackgroundWarmUp
 
     settings = Settings.resolve(
         db_path=db_path,
@@ -705,12 +706,12 @@ def mcp(
     # load starts before the MCP SDK is imported, which then overlaps it.
     with VectorStore.from_settings(settings) as store:
         warm_up = BackgroundWarmUp(store).start_early()
-        from .mcp_server import build_server, serve_stdio
+        from .serve.mcp_server import build_server, serve_stdio
 
         if transport == "stdio":
             serve_stdio(build_server(store, warm_up))
             return
-        from .mcp_http import HttpOptions, serve_http  # uvicorn and starlette: only for HTTP
+        from .serve.mcp_http import HttpOptions, serve_http  # uvicorn and starlette: only for HTTP
 
         options = HttpOptions(host, port, settings.auth_token, allowed_origins)
         serve_http(build_server(store, warm_up, guarded=options.auth_token is not None), options)

@@ -13,8 +13,8 @@ from pathlib import Path
 from .config import DEFAULT_BACKEND, Quantization
 from .embedders import Embedder, canonical_backend
 from .errors import IndexMismatchError
-from .manifest import Manifest
-from .terms import DEFAULT_LANGUAGE, checked_language
+from .index.manifest import Manifest
+from .index.terms import DEFAULT_LANGUAGE, checked_language
 
 
 def check_stored_dimension(db_path: Path, manifest: Manifest | None, stored: int | None) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from . import chunkers, documents, slices
+from . import chunkers
 from .chunkers import (
     SNIFF_BYTES,
     BinaryChunker,
@@ -32,6 +32,7 @@ from .chunkers import (
 from .citations import UrlRule
 from .config import DEFAULT_MAX_FILE_BYTES
 from .errors import DuckDBVectorsError, SkipFile
+from .index import documents, slices
 from .models import Chunk
 from .progress import counted
 from .rows import embedding_text

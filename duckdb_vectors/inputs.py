@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from . import rows
 from .models import Chunk
-from .search import MATCH_MODES
+from .search.answer import MATCH_MODES
 
 # The most results one call returns (a guard against a runaway top_k, not a tuning knob).
 MAX_RESULTS = 10_000

@@ -20,8 +20,8 @@ import duckdb
 import numpy as np
 from pydantic import BaseModel
 
-from .db import first_line, scalar
 from .errors import DuckDBVectorsError
+from .index.db import first_line, scalar
 from .progress import counted
 from .rows import ChunkColumns, metadata_json
 from .store import VectorStore

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from .config import DEFAULT_MAX_AGE, describe_age
-from .db import connect
 from .errors import NotAnIndexError, RemoteIndexError
-from .manifest import read_manifest
-from .schema import check_readable
+from .index.db import connect
+from .index.manifest import read_manifest
+from .index.schema import check_readable
 
 if TYPE_CHECKING:
     import httpx

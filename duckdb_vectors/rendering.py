@@ -15,7 +15,7 @@ from .budget import TRUNCATION_MARKER, estimate_tokens, fit
 from .citations import document_uri, url_of
 from .config import describe_age
 from .models import IndexReport, SearchResult
-from .search import MATCH_FELL_BACK
+from .search.answer import MATCH_FELL_BACK
 
 # Only their types are needed here: the container modules import the Docker SDK, and the
 # indexer the chunkers, none of which a search needs.

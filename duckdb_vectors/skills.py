@@ -28,8 +28,8 @@ import yaml
 
 from .config import DEFAULT_MAX_AGE, describe_age, is_url
 from .errors import SkillError
-from .manifest import Manifest, package_version
-from .slices import SliceCount
+from .index.manifest import Manifest, package_version
+from .index.slices import SliceCount
 
 if TYPE_CHECKING:
     from .store import VectorStore

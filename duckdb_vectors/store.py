@@ -21,19 +21,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from . import (
-    chunk_table,
-    compatibility,
-    documents,
-    inputs,
-    plain_sql,
-    postings,
-    remote,
-    resources,
-    slices,
-    vector_codes,
-    writes,
-)
+from . import compatibility, inputs, remote, resources, writes
 from .config import (
     STATIC_LEXICAL_WEIGHT,
     TRANSFORMER_LEXICAL_WEIGHT,
@@ -42,7 +30,10 @@ from .config import (
     Settings,
     is_url,
 )
-from .db import (
+from .embedders import Embedder, get_embedder
+from .errors import NotAnIndexError, ReadOnlyError
+from .index import chunk_table, documents, plain_sql, postings, slices, vector_codes
+from .index.db import (
     Transaction,
     connect,
     first_line,
@@ -50,18 +41,16 @@ from .db import (
     memory_limited,
     objects_typed_by_first_value,
 )
-from .embedders import Embedder, get_embedder
-from .errors import NotAnIndexError, ReadOnlyError
+from .index.manifest import Manifest, read_manifest, refreshed, write_manifest
+from .index.retokenize import current_manifest
+from .index.schema import check_readable, migrate
+from .index.terms import all_terms, query_terms
 from .inputs import MAX_RESULTS
-from .manifest import Manifest, read_manifest, refreshed, write_manifest
-from .memory_index import MemoryIndex, estimated_bytes
 from .models import Chunk, IndexReport, PublishedSource, SearchResults, VectorPage
-from .ranking_sql import execute_user_sql, validate_fragment
-from .retokenize import current_manifest
 from .rows import ChunkColumns
-from .schema import check_readable, migrate
-from .search import Match, Query, Scope, Searcher, SqlSearcher, answer
-from .terms import all_terms, query_terms
+from .search.answer import Match, Query, Scope, Searcher, SqlSearcher, answer
+from .search.memory_index import MemoryIndex, estimated_bytes
+from .search.user_sql import execute_user_sql, validate_fragment
 from .tokenizer import mostly_latin
 from .writes import WriteStats
 

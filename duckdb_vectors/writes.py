@@ -18,9 +18,10 @@ from itertools import islice
 import duckdb
 import numpy as np
 
-from . import chunk_table, postings, rows
-from .db import threads_reserved
+from . import rows
 from .embedders import Embedder
+from .index import chunk_table, postings
+from .index.db import threads_reserved
 from .models import Chunk
 
 # Chunks embedded and written together. Each batch costs a dozen statements and a pipeline step;

@@ -19,8 +19,8 @@ from conftest import SCRIPT, STATIC_MODEL, run_cli
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import VectorStore
-from duckdb_vectors.db import SCAN_MEMORY_LIMIT
 from duckdb_vectors.fetching import fetch
+from duckdb_vectors.index.db import SCAN_MEMORY_LIMIT
 
 pytestmark = pytest.mark.slow
 

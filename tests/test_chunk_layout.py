@@ -9,7 +9,8 @@ from dataclasses import fields
 
 import numpy as np
 
-from duckdb_vectors import chunk_table, inputs, parquet_import, rows
+from duckdb_vectors import inputs, parquet_import, rows
+from duckdb_vectors.index import chunk_table
 from duckdb_vectors.models import GIVEN_FIELDS, MADE_BY_THE_STORE, Chunk
 from duckdb_vectors.rendering import Hit
 

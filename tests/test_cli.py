@@ -333,7 +333,7 @@ NOT_FOR_SEARCH = (
     "duckdb_vectors.indexer",
     "duckdb_vectors.parquet_import",
     "duckdb_vectors.evaluation",
-    "duckdb_vectors.mcp_server",
+    "duckdb_vectors.serve.mcp_server",
     "duckdb_vectors.container",
     "mcp",
     "docker",

@@ -48,7 +48,7 @@ from duckdb_vectors.container.bake import verify_image
 from duckdb_vectors.container.catalog import SERVER_METADATA_LABEL
 from duckdb_vectors.container.engine import CREATED_BY_LABEL
 from duckdb_vectors.errors import BakeError
-from duckdb_vectors.mcp_server import IMMUTABLE_TTL_MS, TOOL_ORDER
+from duckdb_vectors.serve.mcp_server import IMMUTABLE_TTL_MS, TOOL_ORDER
 
 pytestmark = [pytest.mark.slow, pytest.mark.container]
 

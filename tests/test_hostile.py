@@ -34,7 +34,7 @@ from duckdb_vectors import (
     index_folder,
 )
 from duckdb_vectors.filters import compile_filter
-from duckdb_vectors.mcp_server import build_server
+from duckdb_vectors.serve.mcp_server import build_server
 
 TEXTS = [
     "Failed requests are retried three times with exponential backoff.",

@@ -113,33 +113,33 @@ def test_every_exception_class_is_declared_in_errors() -> None:
 
 # Each table's owner: the one module that holds the statements naming it.
 TABLE_OWNERS = {
-    "chunks": "duckdb_vectors.chunk_table",
-    "documents": "duckdb_vectors.documents",
-    "manifest": "duckdb_vectors.manifest",
-    "postings": "duckdb_vectors.postings",
-    "terms": "duckdb_vectors.postings",
-    "word_forms": "duckdb_vectors.postings",
-    "vector_codes": "duckdb_vectors.vector_codes",
-    "schema_migrations": "duckdb_vectors.schema",
+    "chunks": "duckdb_vectors.index.chunk_table",
+    "documents": "duckdb_vectors.index.documents",
+    "manifest": "duckdb_vectors.index.manifest",
+    "postings": "duckdb_vectors.index.postings",
+    "terms": "duckdb_vectors.index.postings",
+    "word_forms": "duckdb_vectors.index.postings",
+    "vector_codes": "duckdb_vectors.index.vector_codes",
+    "schema_migrations": "duckdb_vectors.index.schema",
 }
 
 # Statements that name a table outside its owner, each for a reason.
 TABLE_EXCEPTIONS = {
     # Ranking in SQL is one statement over the postings and the chunks (their lengths, the
     # caller's filter): split, DuckDB could not join them.
-    ("duckdb_vectors.search", "chunks"): "the SQL searcher's ranking statements",
+    ("duckdb_vectors.search.answer", "chunks"): "the SQL searcher's ranking statements",
     # The view and the search macro are SQL objects over the tables, for plain DuckDB users.
-    ("duckdb_vectors.plain_sql", "chunks"): "chunk_view and the search_text macro",
-    ("duckdb_vectors.plain_sql", "postings"): "the search_text macro",
-    ("duckdb_vectors.plain_sql", "terms"): "the search_text macro",
-    ("duckdb_vectors.plain_sql", "word_forms"): "the search_text macro",
+    ("duckdb_vectors.index.plain_sql", "chunks"): "chunk_view and the search_text macro",
+    ("duckdb_vectors.index.plain_sql", "postings"): "the search_text macro",
+    ("duckdb_vectors.index.plain_sql", "terms"): "the search_text macro",
+    ("duckdb_vectors.index.plain_sql", "word_forms"): "the search_text macro",
     # Migration 7 reads the language and slice keys; manifest.py imports the schema version.
-    ("duckdb_vectors.plain_sql", "manifest"): "migration 7, below manifest.py",
-    ("duckdb_vectors.schema", "manifest"): "migration 1, below manifest.py",
+    ("duckdb_vectors.index.plain_sql", "manifest"): "migration 7, below manifest.py",
+    ("duckdb_vectors.index.schema", "manifest"): "migration 1, below manifest.py",
     # The chunks that have no codes yet: one anti join, not every key read into Python.
-    ("duckdb_vectors.vector_codes", "chunks"): "the chunks to code",
+    ("duckdb_vectors.index.vector_codes", "chunks"): "the chunks to code",
     # Whether a file's chunks are all still there: one join, not a read of every source.
-    ("duckdb_vectors.documents", "chunks"): "files whose chunks are whole, orphans",
+    ("duckdb_vectors.index.documents", "chunks"): "files whose chunks are whole, orphans",
 }
 
 _STATEMENT = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE(?: IF (?:NOT )?EXISTS)?)\s+(\w+)\b")

@@ -12,8 +12,8 @@ from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
 from duckdb_vectors import IndexMismatchError, NotAnIndexError, VectorStore
 from duckdb_vectors.embedders import BaseEmbedder, fingerprint_directory
-from duckdb_vectors.schema import MIGRATIONS, SCHEMA_VERSION
-from duckdb_vectors.terms import TOKENIZER_NAME
+from duckdb_vectors.index.schema import MIGRATIONS, SCHEMA_VERSION
+from duckdb_vectors.index.terms import TOKENIZER_NAME
 from duckdb_vectors.writes import WRITE_BATCH
 
 

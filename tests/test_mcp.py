@@ -17,8 +17,13 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from duckdb_vectors import UrlRule, VectorStore, index_folder
-from duckdb_vectors.mcp_server import IMMUTABLE_TTL_MS, RESOURCES_PAGE, TOOL_ORDER, cache_hints
 from duckdb_vectors.resources import available_cpus
+from duckdb_vectors.serve.mcp_server import (
+    IMMUTABLE_TTL_MS,
+    RESOURCES_PAGE,
+    TOOL_ORDER,
+    cache_hints,
+)
 
 EXAMPLE_DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 
@@ -485,7 +490,7 @@ def test_resources_list_is_paginated(tmp_path: Path) -> None:
 LOAD_START = """
 import os, sys
 os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[: int(sys.argv[1])]))
-from duckdb_vectors import warming
+from duckdb_vectors.serve import warming
 from duckdb_vectors.cli import main
 
 start = warming.BackgroundWarmUp.start

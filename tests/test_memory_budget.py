@@ -12,7 +12,7 @@ from conftest import DEFAULT_BACKEND, INTRO_TEXTS, STATIC_MODEL
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from duckdb_vectors import VectorStore, resources
-from duckdb_vectors.warming import BackgroundWarmUp
+from duckdb_vectors.serve.warming import BackgroundWarmUp
 
 QUERIES = ["what is an embedded database", "install the python package", "zzz no such words"]
 

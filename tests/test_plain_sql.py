@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from duckdb_vectors import VectorStore
-from duckdb_vectors.db import CONNECTION_CONFIG, OLDEST_DUCKDB
-from duckdb_vectors.plain_sql import case_folds
-from duckdb_vectors.schema import SCHEMA_VERSION
-from duckdb_vectors.terms import QUESTION_WORDS, index_terms, index_words, word_forms
+from duckdb_vectors.index.db import CONNECTION_CONFIG, OLDEST_DUCKDB
+from duckdb_vectors.index.plain_sql import case_folds
+from duckdb_vectors.index.schema import SCHEMA_VERSION
+from duckdb_vectors.index.terms import QUESTION_WORDS, index_terms, index_words, word_forms
 from duckdb_vectors.tokenizer import tokenize
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,15 +11,16 @@ import numpy as np
 import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
-from duckdb_vectors import VectorStore, postings
-from duckdb_vectors.memory_index import MemoryIndex
+from duckdb_vectors import VectorStore
+from duckdb_vectors.index import postings
 from duckdb_vectors.models import Chunk
-from duckdb_vectors.search import Scope, SqlSearcher
+from duckdb_vectors.search.answer import Scope, SqlSearcher
+from duckdb_vectors.search.memory_index import MemoryIndex
 from duckdb_vectors.tokenizer import tokenize
 
 TEXTS = [
     f"note {i}: the {'red' if i % 3 else 'blue'} fox number {i} jumps {i % 7} times"
-    for i in range(400)
+    for i in range(700)
 ]
 
 
@@ -40,7 +41,7 @@ def test_postings_are_rewritten_in_term_order_only_after_large_writes(tmp_path: 
         appended = stored_term_ids(store)
         assert not in_term_order(appended)
         assert np.array_equal(appended[: len(ordered)], ordered)
-        store.add_texts(TEXTS[310:])  # then more than an eighth out of order: rewritten
+        store.add_texts(TEXTS[310:])  # then more than half out of order: rewritten
         assert in_term_order(stored_term_ids(store))
         terms_in_use = store.connection.sql(
             "SELECT count(*) FROM terms WHERE term_id IN (SELECT term_id FROM postings)"
@@ -51,7 +52,7 @@ def test_postings_are_rewritten_in_term_order_only_after_large_writes(tmp_path: 
 def test_an_index_with_appended_postings_loads_and_ranks_like_sql(tmp_path: Path) -> None:
     with VectorStore(tmp_path / "x.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
         store.add_texts(TEXTS[:300])
-        store.add_texts(TEXTS[300:320])
+        store.add_texts(TEXTS[300:550])  # appended, under half: left out of term order
         store.delete_vectors([store.list_vectors(limit=5).vectors[i].chunk_id for i in range(5)])
         memory, sql = MemoryIndex.load(store.connection), SqlSearcher(store.connection, 256)
         for query in ("red fox", "blue 7 times", "number 305", "jumps"):

@@ -30,9 +30,9 @@ from duckdb_vectors.chunkers import (
 from duckdb_vectors.chunkers.markdown import split_front_matter
 from duckdb_vectors.config import FusionSettings
 from duckdb_vectors.filters import compile_filter
-from duckdb_vectors.memory_index import best_with_ties
-from duckdb_vectors.ranking import TIE_TOLERANCE, Ranking, fuse
-from duckdb_vectors.terms import all_terms, index_terms
+from duckdb_vectors.index.terms import all_terms, index_terms
+from duckdb_vectors.search.memory_index import best_with_ties
+from duckdb_vectors.search.ranking import TIE_TOLERANCE, Ranking, fuse
 from duckdb_vectors.tokenizer import tokenize
 
 # No example database: every run is the same fresh search, and nothing is written to disk.

@@ -14,13 +14,8 @@ from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, EVALDATA, STATIC_MODEL, XQUAD
 
 from duckdb_vectors import get_embedder
 from duckdb_vectors.chunkers import MarkdownChunker
-from duckdb_vectors.quantization import (
-    KERNELS,
-    RESCORE_FACTOR,
-    Int8Vectors,
-    int8_codes,
-    rescore,
-)
+from duckdb_vectors.index.vector_codes import int8_codes
+from duckdb_vectors.search.quantization import KERNELS, RESCORE_FACTOR, Int8Vectors, rescore
 
 SCIFACT = EVALDATA / "ir" / "scifact" / "queries.jsonl"
 FOLDERS = ("sql", "guides", "data")  # ~2,600 chunks: enough neighbours, a second to embed

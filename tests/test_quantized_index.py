@@ -21,8 +21,8 @@ from duckdb_vectors import (
     VectorStore,
     index_folder,
 )
-from duckdb_vectors.quantization import int8_codes
-from duckdb_vectors.schema import SCHEMA_VERSION
+from duckdb_vectors.index.schema import SCHEMA_VERSION
+from duckdb_vectors.index.vector_codes import int8_codes
 
 TOP_K = 10
 QUESTIONS = 60

@@ -128,7 +128,8 @@ def test_kill_9_midway_keeps_the_old_index_and_the_next_run_completes_it(
 PUBLISHING_RUN = """
 import sys
 from pathlib import Path
-from duckdb_vectors import VectorStore, db, index_parquet
+from duckdb_vectors import VectorStore, index_parquet
+from duckdb_vectors.index import db
 index, parquet, marker = sys.argv[1:4]
 commit = db.Transaction.__exit__
 def signalling_commit(self, exc_type, *rest):  # the run's write is done: it publishes now

@@ -14,12 +14,13 @@ import exact_v1_tokenizer
 import numpy as np
 import pytest
 
-from duckdb_vectors import IndexMismatchError, VectorStore, postings
-from duckdb_vectors.chunk_table import retokenize
-from duckdb_vectors.db import Transaction, column, registered
-from duckdb_vectors.manifest import read_manifest, write_manifest
+from duckdb_vectors import IndexMismatchError, VectorStore
+from duckdb_vectors.index import postings
+from duckdb_vectors.index.chunk_table import retokenize
+from duckdb_vectors.index.db import Transaction
+from duckdb_vectors.index.manifest import read_manifest, write_manifest
+from duckdb_vectors.index.terms import TOKENIZER_NAME
 from duckdb_vectors.rows import titled_text
-from duckdb_vectors.terms import TOKENIZER_NAME
 
 SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 # Real text (Debian translations, as in test_tokenizer) in the scripts exact-v2 splits anew,
@@ -49,19 +50,19 @@ def build_as_exact_v1(path: Path) -> None:
     connection = duckdb.connect(str(path))
     with Transaction(connection):
         postings.clear(connection)
-        keys, joined_tokens = [], []
+        keys, tokens = [], []
         for key, title, text in connection.execute(
             "SELECT key, title, text FROM chunks"
         ).fetchall():
-            tokens = exact_v1_tokenizer.tokenize(titled_text(title, text))
+            chunk_tokens = exact_v1_tokenizer.tokenize(titled_text(title, text))
             connection.execute(
-                "UPDATE chunks SET token_count = ? WHERE key = ?", [len(tokens), key]
+                "UPDATE chunks SET token_count = ? WHERE key = ?", [len(chunk_tokens), key]
             )
-            keys.append(key)
-            joined_tokens.append(" ".join(tokens))
-        old = {"key": np.asarray(keys, dtype=np.int64), "tokens": column(joined_tokens)}
-        with registered(connection, "exact_v1_tokens", old):
-            postings.insert(connection, "exact_v1_tokens")
+            keys += [key] * len(chunk_tokens)
+            tokens += chunk_tokens
+        distinct = sorted(set(tokens))
+        ids = postings.term_ids(connection, distinct)[np.searchsorted(distinct, tokens)]
+        postings.insert(connection, np.asarray(keys, dtype=np.int64), ids)
         manifest = read_manifest(connection)
         assert manifest is not None
         write_manifest(connection, manifest.model_copy(update={"tokenizer": "exact-v1"}))

@@ -11,19 +11,15 @@ import numpy as np
 import pytest
 from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
 
-from duckdb_vectors import (
-    FusionSettings,
-    InvalidRankingSQLError,
-    VectorStore,
-    chunk_table,
-    memory_index,
-)
+from duckdb_vectors import FusionSettings, InvalidRankingSQLError, VectorStore
 from duckdb_vectors.bm25 import BM25_B, BM25_K1
-from duckdb_vectors.db import SCAN_MEMORY_LIMIT, scalar
-from duckdb_vectors.memory_index import MemoryIndex
-from duckdb_vectors.ranking import Ranking, fuse
-from duckdb_vectors.search import Scope, SqlSearcher
-from duckdb_vectors.terms import index_terms, query_terms
+from duckdb_vectors.index import chunk_table
+from duckdb_vectors.index.db import SCAN_MEMORY_LIMIT, scalar
+from duckdb_vectors.index.terms import index_terms, query_terms
+from duckdb_vectors.search import memory_index
+from duckdb_vectors.search.answer import Scope, SqlSearcher
+from duckdb_vectors.search.memory_index import MemoryIndex
+from duckdb_vectors.search.ranking import Ranking, fuse
 from duckdb_vectors.tokenizer import tokenize
 
 SCIFACT = EVALDATA / "ir" / "scifact"

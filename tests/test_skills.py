@@ -19,6 +19,7 @@ from test_remote import IndexServer
 
 from duckdb_vectors import Manifest, UrlRule, VectorStore, index_folder
 from duckdb_vectors.container.labels import ImageManifest
+from duckdb_vectors.index.slices import SliceCount
 from duckdb_vectors.skills import (
     MAX_COMPATIBILITY_CHARS,
     MAX_DESCRIPTION_CHARS,
@@ -31,7 +32,6 @@ from duckdb_vectors.skills import (
     front_matter,
     render_skill,
 )
-from duckdb_vectors.slices import SliceCount
 
 BASE_URL = "https://docs.example.com/"
 FENCED = re.compile(r"^```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)

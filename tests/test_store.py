@@ -24,14 +24,14 @@ from duckdb_vectors import (
     VectorStore,
 )
 from duckdb_vectors.config import STATIC_LEXICAL_WEIGHT
-from duckdb_vectors.db import (
+from duckdb_vectors.embedders.hashing import HashingEmbedder
+from duckdb_vectors.index.db import (
     Transaction,
     column,
     registered,
     registered_arrow,
     threads_reserved,
 )
-from duckdb_vectors.embedders.hashing import HashingEmbedder
 from duckdb_vectors.writes import WRITE_BATCH
 
 

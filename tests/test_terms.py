@@ -9,7 +9,7 @@ import pytest
 from conftest import run_cli
 
 from duckdb_vectors import IndexMismatchError, InvalidSettingError, VectorStore
-from duckdb_vectors.terms import all_terms, content_words, index_terms, query_terms
+from duckdb_vectors.index.terms import all_terms, content_words, index_terms, query_terms
 from duckdb_vectors.tokenizer import tokenize
 
 GUIDES = {

@@ -14,7 +14,7 @@ import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
 from duckdb_vectors import UrlRule, VectorStore, index_folder
-from duckdb_vectors.chunk_table import CHUNK_FIELDS, CHUNK_SELECT
+from duckdb_vectors.index.chunk_table import CHUNK_FIELDS, CHUNK_SELECT
 from duckdb_vectors.models import Chunk, SearchResult
 from duckdb_vectors.rendering import SearchOutput
 

@@ -29,10 +29,10 @@ from pydantic import BaseModel, Field
 from ..citations import UrlRule
 from ..config import DEFAULT_BACKEND, DEFAULT_BASE_IMAGE, Settings
 from ..errors import BakeError, BakeInputError, DuckDBVectorsError
+from ..index.terms import checked_language
 from ..indexer import FileProblem, IndexSummary, first_indexable_file
 from ..models import IndexReport
 from ..progress import StatusLine
-from ..terms import checked_language
 from . import engine
 from .catalog import SERVER_METADATA_LABEL, as_yaml, server_entry, write_catalog_entry
 from .context import RUNTIME_DOCKERFILE, dockerfile_context, write_context

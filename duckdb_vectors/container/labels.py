@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, get_origin
 from docker.errors import ImageNotFound
 
 from ..errors import ImageError
-from ..manifest import Manifest
+from ..index.manifest import Manifest
 from ..models import IndexReport
 from . import engine
 

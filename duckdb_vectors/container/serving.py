@@ -24,7 +24,7 @@ import duckdb_vectors.cli
 
 # A runtime append: the indexer, its file selection and every chunker (any format).
 import duckdb_vectors.indexer
-import duckdb_vectors.mcp_server  # noqa: F401
+import duckdb_vectors.serve.mcp_server  # noqa: F401
 from duckdb_vectors import get_embedder
 
 

@@ -1,7 +1,7 @@
 """Ranking primitives both searchers share: the order of ties, and the fusion of the vector
 and BM25 rankings into one list (BM25's own formula is ``bm25``'s).
 
-``search.SqlSearcher`` and ``memory_index.MemoryIndex`` produce ``Ranking``s; ``fuse`` makes
+``answer.SqlSearcher`` and ``memory_index.MemoryIndex`` produce ``Ranking``s; ``fuse`` makes
 one ``FusedRanking`` of two. Nothing here reads the index, so the quantized scan
 (``quantization``) orders its candidates by the same rule without depending on the search.
 """
@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from .config import FusionSettings
+from ..config import FusionSettings
 
 # Scores closer than this (relative to the larger, at least 1) are a tie, and ties are ordered by
 # key, the order chunks were first written. DuckDB and numpy sum float32 products in different

@@ -38,11 +38,11 @@ from functools import cache
 
 import duckdb
 
+from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight_sql
+from ..citations import URL_KEY
+from ..filters import json_path_literal
 from . import chunk_table
-from .bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight_sql
-from .citations import URL_KEY
 from .db import scalar
-from .filters import json_path_literal
 from .postings import create_word_forms
 from .terms import DEFAULT_LANGUAGE, QUESTION_WORDS
 

@@ -22,15 +22,15 @@ from typing import Any, Protocol
 import duckdb
 import numpy as np
 
-from . import chunk_table, postings, vector_codes
-from .bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight
-from .config import Quantization
-from .db import numpy_batches, registered, scalar, scan_buffer_pool
-from .errors import NotAnIndexError
-from .models import Chunk
+from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight
+from ..config import Quantization
+from ..errors import NotAnIndexError
+from ..index import chunk_table, postings, vector_codes
+from ..index.db import numpy_batches, registered, scalar, scan_buffer_pool
+from ..models import Chunk
+from .answer import Scope
 from .quantization import Int8Vectors
 from .ranking import TIE_TOLERANCE, Ranking
-from .search import Scope
 
 # Above this many chunks the rows returned with results are read from DuckDB per query (8-10 ms
 # for ten at a million chunks, where the vector scan takes 50-200) instead of being held:

@@ -37,15 +37,15 @@ from mcp.types import Resource as MCPResource
 from mcp.types import Tool as MCPTool
 from pydantic import WithJsonSchema
 
-from .citations import DOCUMENT_URI_PREFIX, document_uri
-from .db import first_line
-from .errors import EmbedderError
-from .fetching import MAX_CONTEXT, Fetched, fetch, render
-from .manifest import package_version
-from .models import IndexReport
-from .rendering import MIN_MAX_TOKENS, SearchOutput, report_as_text
-from .search import MATCH_MODES, Match
-from .store import VectorStore
+from ..citations import DOCUMENT_URI_PREFIX, document_uri
+from ..errors import EmbedderError
+from ..fetching import MAX_CONTEXT, Fetched, fetch, render
+from ..index.db import first_line
+from ..index.manifest import package_version
+from ..models import IndexReport
+from ..rendering import MIN_MAX_TOKENS, SearchOutput, report_as_text
+from ..search.answer import MATCH_MODES, Match
+from ..store import VectorStore
 from .warming import BackgroundWarmUp
 
 # The most hits one tool call returns: an agent pays for every token of a tool's output.

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import threading
 
-from .resources import available_cpus, cap_blas_threads
-from .store import VectorStore
+from ..resources import available_cpus, cap_blas_threads
+from ..store import VectorStore
 
 
 class BackgroundWarmUp:

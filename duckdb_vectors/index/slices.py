@@ -19,11 +19,11 @@ from collections.abc import Mapping, Sequence
 import duckdb
 from pydantic import BaseModel, Field
 
+from ..citations import URL_KEY
+from ..errors import SliceError
+from ..filters import json_path_literal
+from ..models import Chunk
 from . import chunk_table
-from .citations import URL_KEY
-from .errors import SliceError
-from .filters import json_path_literal
-from .models import Chunk
 
 RESERVED_KEYS = frozenset({URL_KEY})  # written by the index run itself
 

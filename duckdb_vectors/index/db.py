@@ -13,7 +13,7 @@ import duckdb
 import nanoarrow
 import numpy as np
 
-from .errors import DuckDBVectorsError, NotAnIndexError
+from ..errors import DuckDBVectorsError, NotAnIndexError
 
 # The oldest DuckDB release pyproject.toml accepts (``duckdb>=1.4``). Index files are written in
 # its storage format: DuckDB 2.0 writes its own by default, which 1.x cannot open at all.

@@ -14,15 +14,15 @@ from typing import Any, Literal, Protocol
 import duckdb
 import numpy as np
 
-from . import chunk_table, postings
-from .bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight_sql
-from .config import FusionSettings
-from .db import SCAN_MEMORY_LIMIT, first_line, registered, scan_buffer_pool
-from .errors import InvalidRankingSQLError, NotAnIndexError
-from .filters import compile_filter
-from .models import Chunk, SearchResult, SearchResults, trusted
+from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight_sql
+from ..config import FusionSettings
+from ..errors import InvalidRankingSQLError, NotAnIndexError
+from ..filters import compile_filter
+from ..index import chunk_table, postings
+from ..index.db import SCAN_MEMORY_LIMIT, first_line, registered, scan_buffer_pool
+from ..models import Chunk, SearchResult, SearchResults, trusted
 from .ranking import FusedRanking, Ranking, fuse
-from .ranking_sql import execute_user_sql, validate_fragment
+from .user_sql import execute_user_sql, validate_fragment
 
 # SQL rankings read this many rows past the depth, so ties at the cut (ranking.TIE_TOLERANCE)
 # are resolved as in memory.
@@ -81,7 +81,7 @@ class Scope:
 class Query:
     """What to rank by (a vector, BM25 terms, or both: fused), and how many to return.
 
-    ``rescore`` is a fragment already checked by ``ranking_sql.validate_fragment`` (the store
+    ``rescore`` is a fragment already checked by ``user_sql.validate_fragment`` (the store
     checks it before it loads a model to embed the query). ``all_terms``, if given, are the
     terms every result must contain (``match="all"``). ``vector_reads_text`` False says the
     model could not read the question (an English model, a question in Cyrillic or Chinese):

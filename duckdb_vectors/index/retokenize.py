@@ -14,9 +14,9 @@ from pathlib import Path
 
 import duckdb
 
+from ..errors import IndexMismatchError
 from . import chunk_table
 from .db import Transaction, objects_typed_by_first_value
-from .errors import IndexMismatchError
 from .manifest import Manifest, write_manifest
 from .schema import UPGRADE_COMMAND
 from .terms import TOKENIZER_NAME

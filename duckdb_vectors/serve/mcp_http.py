@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .config import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT
+from ..config import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT
 from .mcp_server import IndexServer
 
 MCP_PATH = "/mcp"

@@ -24,14 +24,13 @@ index is only searched with the terms that built it (see ``retokenize``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from functools import lru_cache
 
 import regex
 import Stemmer
 
-from .errors import InvalidSettingError
-from .tokenizer import tokenize
+from ..errors import InvalidSettingError
+from ..tokenizer import tokenize
 
 TOKENIZER_NAME = "words-v3"
 DEFAULT_LANGUAGE = "english"
@@ -89,13 +88,6 @@ def content_words(words: list[str]) -> list[str]:
 def word_forms(words: list[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
     """Each word as its term: its stem if it is alphabetic and has a stemmer, else itself."""
     return list(map(_forms(language).__getitem__, words))
-
-
-def changed_forms(words: Iterable[str], language: str = DEFAULT_LANGUAGE) -> list[tuple[str, str]]:
-    """Each of ``words`` whose term is not the word itself, with that term: what SQL, which
-    has no stemmer, needs in order to look a word up (``plain_sql``)."""
-    forms = _forms(language)
-    return [(word, term) for word in words if (term := forms[word]) != word]
 
 
 class _WordForms(dict[str, str]):

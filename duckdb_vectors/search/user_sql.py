@@ -17,9 +17,9 @@ from typing import Any
 
 import duckdb
 
-from . import chunk_table
-from .db import first_line, scalar
-from .errors import InvalidRankingSQLError
+from ..errors import InvalidRankingSQLError
+from ..index import chunk_table
+from ..index.db import first_line, scalar
 
 # The columns a fragment may name, as one typed row: binding against it checks the fragment
 # without touching an index.

@@ -14,9 +14,9 @@ from importlib.metadata import PackageNotFoundError, version
 import duckdb
 from pydantic import BaseModel, Field, ValidationError
 
-from .config import Quantization
+from ..config import Quantization
+from ..errors import NotAnIndexError
 from .db import scalar
-from .errors import NotAnIndexError
 from .schema import SCHEMA_VERSION
 from .slices import SliceCount
 from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME

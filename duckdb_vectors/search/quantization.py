@@ -22,6 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..index.vector_codes import WIDEN_BLOCK, code_scales, int8_codes, reciprocal
 from .ranking import tie_order
 
 # Exact top-k needs the best k of the exact scores to be among the best RESCORE_FACTOR * k of
@@ -31,9 +32,6 @@ from .ranking import tie_order
 RESCORE_FACTOR = 2
 # Rows scored per kernel call: bounds the gather of a subset's codes (16 MB at 256 dimensions).
 _BLOCK = 65_536
-# Rows widened to float32 at a time (1 MB at 256 dimensions): small enough to stay in cache,
-# which made the numpy kernel up to 10x slower with larger blocks here.
-_WIDEN_BLOCK = 1_024
 
 ExactVectors = Callable[[np.ndarray], np.ndarray]
 
@@ -46,10 +44,10 @@ class DotKernel(Protocol):
 def _numpy_dots(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
     # numpy has no BLAS for int8: widen a block to float32 and use sgemv. Sums of up to 1040
     # products of int8 stay below 2**24, so float32 adds them exactly, as an int8 kernel does.
-    widened = np.empty((min(_WIDEN_BLOCK, len(codes)), codes.shape[1]), dtype=np.float32)
+    widened = np.empty((min(WIDEN_BLOCK, len(codes)), codes.shape[1]), dtype=np.float32)
     query_float = query.astype(np.float32)
-    for start in range(0, len(codes), _WIDEN_BLOCK):
-        block = codes[start : start + _WIDEN_BLOCK]
+    for start in range(0, len(codes), WIDEN_BLOCK):
+        block = codes[start : start + WIDEN_BLOCK]
         np.copyto(widened[: len(block)], block, casting="unsafe")
         np.dot(widened[: len(block)], query_float, out=out[start : start + len(block)])
 
@@ -65,28 +63,6 @@ def _numkong_dots(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None
 # ``int8``) has SIMD int8 dot products, 1.6-2x faster than the numpy kernel here.
 KERNELS: dict[str, DotKernel] = {"numkong": _numkong_dots} if find_spec("numkong") else {}
 KERNELS["numpy"] = _numpy_dots
-
-
-def int8_codes(vectors: np.ndarray) -> np.ndarray:
-    """The int8 codes of ``vectors`` (rows x dimension, finite): what an index stores.
-
-    Each row is coded on its own, so a batch can be coded as it is written. A zero row codes
-    to zeros (and scores 0).
-    """
-    matrix = np.asarray(vectors)
-    if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.number):
-        raise ValueError(
-            f"vectors must be a 2-D numeric array (rows x dimension), got shape {matrix.shape}"
-        )
-    codes = np.empty(matrix.shape, dtype=np.int8)
-    for start in range(0, len(matrix), _WIDEN_BLOCK):
-        block = np.asarray(matrix[start : start + _WIDEN_BLOCK], dtype=np.float32)
-        finite = np.isfinite(block).all(axis=1)
-        if not finite.all():
-            row = start + int(np.argmin(finite))
-            raise ValueError(f"vectors must not contain NaN or infinity (row {row} does)")
-        codes[start : start + len(block)] = np.rint(block * _code_scales(block)[:, None])
-    return codes
 
 
 class Int8Vectors:
@@ -160,7 +136,7 @@ class Int8Vectors:
             )
         if not np.isfinite(vector).all():
             raise ValueError("the query vector must not contain NaN or infinity")
-        codes = np.rint(vector * _code_scales(vector[None])[0]).astype(np.int8)
+        codes = np.rint(vector * code_scales(vector[None])[0]).astype(np.int8)
         norm = float(np.linalg.norm(codes.astype(np.float32)))
         return codes, 1.0 / norm if norm else 0.0
 
@@ -176,10 +152,10 @@ class Int8Vectors:
     def _inverse_norms(self) -> np.ndarray:
         """1 / |codes| per row (0 for a zero row): the row's scale, as it is a unit vector."""
         inverse = np.empty(len(self.codes), dtype=np.float32)
-        for start in range(0, len(self.codes), _WIDEN_BLOCK):
-            widened = self.codes[start : start + _WIDEN_BLOCK].astype(np.float32)
+        for start in range(0, len(self.codes), WIDEN_BLOCK):
+            widened = self.codes[start : start + WIDEN_BLOCK].astype(np.float32)
             norms = np.sqrt(np.einsum("ij,ij->i", widened, widened))
-            inverse[start : start + len(norms)] = _reciprocal(norms)
+            inverse[start : start + len(norms)] = reciprocal(norms)
         return inverse
 
 
@@ -222,17 +198,6 @@ def rescore(
             f"it must return one {len(np.ravel(query))}-dimensional vector per row"
         )
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    exact = (vectors * _reciprocal(norms)) @ np.asarray(query, dtype=np.float32).ravel()
+    exact = (vectors * reciprocal(norms)) @ np.asarray(query, dtype=np.float32).ravel()
     order = tie_order(candidate_rows, exact)[:k]
     return candidate_rows[order], exact[order]
-
-
-def _code_scales(block: np.ndarray) -> np.ndarray:
-    """Per row, the factor that maps its largest magnitude to 127 (0 for a zero row)."""
-    peaks = np.abs(block).max(axis=1) if block.size else np.zeros(len(block), np.float32)
-    return 127.0 * _reciprocal(peaks)
-
-
-def _reciprocal(values: np.ndarray) -> np.ndarray:
-    """1 / values, and 0 where a value is 0."""
-    return np.divide(1.0, values, out=np.zeros_like(values), where=values > 0)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import duckdb
 
+from ..errors import NotAnIndexError
 from . import chunk_table, documents, plain_sql, postings, vector_codes
 from .db import has_table, scalar
-from .errors import NotAnIndexError
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +20,8 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from ..models import Chunk, trusted
+from ..rows import ChunkColumns
 from . import postings, vector_codes
 from .db import (
     array_width,
@@ -30,9 +33,7 @@ from .db import (
     registered_arrow,
     scalar,
 )
-from .models import Chunk, trusted
-from .rows import ChunkColumns
-from .terms import changed_forms, index_words, word_forms
+from .terms import index_words, word_forms
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def encode(
     language: str,
 ) -> dict[str, Sequence[Any] | np.ndarray]:
     """The rows of new chunks, column by column, for ``insert`` (``stamped_at`` is set there;
-    ``tokens`` and ``word_forms``: see ``token_columns``)."""
+    ``tokens``: see ``token_columns``)."""
     tokens = token_columns(chunks.title, chunks.text, language)
     return {
         "key": keys,
@@ -139,50 +140,68 @@ def encode(
         "metadata": chunks.metadata_json,
         "etag": etags,
         "token_count": tokens.counts,
-        "tokens": tokens.joined,
-        "word_forms": tokens.word_forms,
+        "tokens": tokens,
         "embedding": np.asarray(embeddings, dtype=np.float32),
     }
 
 
 # What ``encode`` hands ``insert`` besides the table's columns.
-_NOT_COLUMNS = ("tokens", "word_forms")
+_NOT_COLUMNS = ("tokens",)
 
 
 @dataclass(frozen=True)
 class TokenColumns:
-    """Chunks' BM25 terms, as ``postings.insert`` takes them.
+    """Chunks' BM25 terms, as ``postings.insert`` takes them: each distinct word of the batch
+    once, and each chunk's words as numbers into that list.
 
     Attributes:
-        counts: each chunk's term count.
-        joined: each chunk's terms (``terms.index_terms``) joined by spaces (a term never holds
-            one). The postings are counted from them, which is faster than a Counter per chunk
-            and hands DuckDB one string per chunk instead of one per posting.
-        word_forms: the chunks' words whose term differs from the word, with that term (see
-            ``postings.insert_word_forms``).
+        counts: each chunk's word count (its term count).
+        word_numbers: every chunk's words (``terms.index_words``), one after the other, each
+            as its place in ``words``.
+        words: the batch's distinct words, in the order first seen.
+        terms: each of ``words``' term (``terms.word_forms``).
+
+    A word becomes its number in one dict lookup per word, in C; its term and term id are
+    worked out once per distinct word. Joining each chunk's terms into a string for DuckDB to
+    split, deduplicate and join with ``terms`` (twice) took a fifth of a bulk write of
+    200-word texts.
     """
 
     counts: np.ndarray
-    joined: np.ndarray
-    word_forms: list[tuple[str, str]]
+    word_numbers: np.ndarray
+    words: list[str]
+    terms: list[str]
+
+    @property
+    def word_forms(self) -> list[tuple[str, str]]:
+        """The words whose term differs from the word, with that term (see
+        ``postings.insert_word_forms``)."""
+        return [
+            (word, term) for word, term in zip(self.words, self.terms, strict=True) if word != term
+        ]
+
+
+class _WordNumbers(dict[str, int]):
+    """Each word's number: the count of distinct words seen before it."""
+
+    def __missing__(self, word: str) -> int:
+        self[word] = number = len(self)
+        return number
 
 
 def token_columns(
     titles: Sequence[str | None], texts: Sequence[str], language: str
 ) -> TokenColumns:
-    token_counts: list[int] = []
-    joined_tokens: list[str] = []
-    words: set[str] = set()
-    for title, text in zip(titles, texts, strict=True):
-        chunk_words = index_words(title, text)
-        words.update(chunk_words)
-        tokens = word_forms(chunk_words, language)
-        token_counts.append(len(tokens))
-        joined_tokens.append(" ".join(tokens))
+    numbers = _WordNumbers()
+    counts = np.empty(len(texts), dtype=np.int32)
+    word_numbers = array("i")
+    for row, (title, text) in enumerate(zip(titles, texts, strict=True)):
+        words = index_words(title, text)
+        counts[row] = len(words)
+        word_numbers.extend(map(numbers.__getitem__, words))
+    words = list(numbers)
     return TokenColumns(
-        np.asarray(token_counts, dtype=np.int32),
-        column(joined_tokens),
-        changed_forms(words, language),
+        counts, np.frombuffer(word_numbers, dtype=np.int32), words, word_forms(words, language)
     )
 
 
@@ -242,12 +261,19 @@ def insert(
         connection.execute(
             f"INSERT INTO chunks ({names}) SELECT {selected} FROM new_chunks", [stamp]
         )
-    # The tokens stay a numpy column: counting postings from an Arrow column took 1.5x the
-    # time and 2.5x the memory (DuckDB 2.0), and the vectors would be converted again for
-    # each of the postings' two scans.
-    with registered(connection, "new_tokens", {"key": rows["key"], "tokens": rows["tokens"]}):
-        postings.insert(connection, "new_tokens", run)
-    postings.insert_word_forms(connection, rows["word_forms"])
+    tokens: TokenColumns = rows["tokens"]  # type: ignore[assignment]
+    _insert_postings(connection, np.asarray(rows["key"]), tokens, run)
+
+
+def _insert_postings(
+    connection: duckdb.DuckDBPyConnection,
+    keys: np.ndarray,
+    tokens: TokenColumns,
+    run: postings.Run | None = None,
+) -> None:
+    term_ids = postings.term_ids(connection, tokens.terms)
+    postings.insert(connection, np.repeat(keys, tokens.counts), term_ids[tokens.word_numbers], run)
+    postings.insert_word_forms(connection, tokens.word_forms)
 
 
 def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int, language: str) -> None:
@@ -257,14 +283,12 @@ def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int, language:
     postings.clear(connection)
     for keys, titles, texts in _texts_in_key_order(connection, batch_size):
         tokens = token_columns(titles, texts, language)
-        retokenized = {"key": keys, "token_count": tokens.counts, "tokens": tokens.joined}
-        with registered(connection, "retokenized", retokenized):
+        with registered(connection, "retokenized", {"key": keys, "token_count": tokens.counts}):
             connection.execute(
                 "UPDATE chunks SET token_count = r.token_count FROM retokenized r"
                 " WHERE chunks.key = r.key"
             )
-            postings.insert(connection, "retokenized")
-        postings.insert_word_forms(connection, tokens.word_forms)
+        _insert_postings(connection, keys, tokens)
 
 
 def record_word_forms(
