@@ -207,6 +207,22 @@ def scan_buffer_pool(connection: duckdb.DuckDBPyConnection) -> AbstractContextMa
     return memory_limited(connection, SCAN_MEMORY_LIMIT)
 
 
+def evict_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
+    """Let DuckDB hand back every block it holds cached and nothing uses, by lowering its limit
+    below them for a moment. After a snapshot's load that is the last 16 MB the scans' pool
+    kept (``scan_buffer_pool``): 4% of a reader's memory at 100k chunks. Only outside a
+    transaction: DuckDB refuses the lower limit while a query pins more, and a refusal inside
+    one would abort it. The cache is an optimisation, so a refusal is let go."""
+    with suppress(duckdb.Error), memory_limited(connection, _EVICT_LIMIT):
+        pass
+
+
+# Below one block of a table (256 KB), so DuckDB evicts every one it can to go under it, and
+# above the few KB a statement allocates, so one that runs meanwhile is not refused (at 0 the
+# next statement failed for memory).
+_EVICT_LIMIT = 64 << 10
+
+
 def _restore_memory_limit(connection: duckdb.DuckDBPyConnection, shown: str) -> None:
     """Back to the limit DuckDB showed as ``shown``: its default exactly (the string is
     rounded, and setting it back would lower the limit a little each time), else ``shown``."""

@@ -26,7 +26,13 @@ from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight
 from ..config import Quantization
 from ..errors import NotAnIndexError
 from ..index import chunk_table, postings, vector_codes
-from ..index.db import numpy_batches, registered, scalar, scan_buffer_pool
+from ..index.db import (
+    evict_cached_blocks,
+    numpy_batches,
+    registered,
+    scalar,
+    scan_buffer_pool,
+)
 from ..models import Chunk
 from .answer import Scope
 from .quantization import Int8Vectors
@@ -208,6 +214,8 @@ class MemoryIndex:
         if len(keys) <= RESIDENT_ROWS_LIMIT:
             rows = chunk_table.read_all(connection, keys)
             _release_cached_blocks(connection)
+        if committed:
+            evict_cached_blocks(connection)
         return cls(connection, keys, vectors, inverted, rows)
 
     def __len__(self) -> int:
