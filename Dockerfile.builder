@@ -14,17 +14,18 @@
 ARG PYTHON_IMAGE=python:3.12-slim
 FROM ${PYTHON_IMAGE}
 
-# The embedder spec, and an optional folder (in the build context) holding its model files.
-# Without model files the model is downloaded here, at build time.
-ARG BACKEND=fastembed:minishlab/potion-multilingual-128M
-ARG MODEL_DIR=duckdb_vectors/container/no-model
-
 ENV PATH=/opt/venv/bin:$PATH PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-    DUCKDB_VECTORS_BACKEND=${BACKEND} DUCKDB_VECTORS_MODEL_PATH=/opt/model
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY pyproject.toml README.md /src/
 COPY duckdb_vectors /src/duckdb_vectors
 RUN sh /src/duckdb_vectors/container/install-toolkit.sh /src
+
+# The embedder spec, and an optional folder (in the build context) holding its model files.
+# Without model files the model is downloaded here, at build time. Declared after the install,
+# so toolkits for different models share its cached layers.
+ARG BACKEND=fastembed:minishlab/potion-multilingual-128M
+ARG MODEL_DIR=duckdb_vectors/container/no-model
+ENV DUCKDB_VECTORS_BACKEND=${BACKEND} DUCKDB_VECTORS_MODEL_PATH=/opt/model
 COPY ${MODEL_DIR} /opt/model
 RUN python -m duckdb_vectors.container.prepare_model /opt/model "${BACKEND}"
 ENV HF_HUB_OFFLINE=1

@@ -56,9 +56,13 @@ demo: install
 	$(MODEL_ENV) $(BIN)/python examples/quickstart.py quickstart.duckdb
 
 # The container tests need a Docker engine: where none answers, docker/engine-env.sh serves one.
+# Every test, on WORKERS processes (pytest-xdist), each taking whole files: a module's fixtures
+# are built once, and the container file keeps its images and its order on one worker.
+WORKERS ?= 2
 test: install clients oldest-duckdb
 	eval "$$(bash docker/engine-env.sh $(SHARED))" && \
-	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest
+	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest \
+		-n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The loop to run while changing code: everything but the tests marked slow or container
 # (about a minute on two idle cores). `make test` runs them all.

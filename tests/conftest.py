@@ -62,7 +62,15 @@ MODEL_FIXTURES = {"store", "filled_store"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip, with the reason, each test whose model or data is not on this machine."""
+    """Skip, with the reason, each test whose model or data is not on this machine; run the
+    container tests first."""
+    _skip_what_is_missing(items)
+    # `make test` hands whole files to its workers (pytest-xdist's loadfile) in this order:
+    # the container file takes longest, so it starts first and the other worker takes the rest.
+    items.sort(key=lambda item: item.get_closest_marker("container") is None)
+
+
+def _skip_what_is_missing(items: list[pytest.Item]) -> None:
     missing = {name: path for name, path in RESOURCES.items() if not path.exists()}
     for item in items:
         needed = {name for name in missing if name in vars(item.module)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from conftest import DEFAULT_BACKEND, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, REPOSITORY, STATIC_MODEL
 from test_indexer import a_docs_site, write
 
 from duckdb_vectors import Manifest, VectorStore, index_folder
@@ -64,3 +64,14 @@ def test_the_manifest_survives_the_trip_through_image_labels(tmp_path: Path) -> 
     labels = manifest_labels(report, "python:3.12-slim")
     assert manifest_from_labels(labels) == Manifest.model_validate(report.manifest)
     assert manifest_from_labels(labels).slices[0].metadata == {"version": "2.0"}
+
+
+def test_the_model_arguments_come_after_the_package_install() -> None:
+    """Build arguments declared before a RUN are part of its cache key: declared after the
+    install, they let images of another model (or model folder) reuse the installed toolkit."""
+    for name in ("Dockerfile.builder", "Dockerfile.runtime"):
+        lines = (REPOSITORY / name).read_text().splitlines()
+        install = next(i for i, line in enumerate(lines) if "install-toolkit.sh /src" in line)
+        for argument in ("ARG BACKEND=", "ARG MODEL_DIR="):
+            declared = [i for i, line in enumerate(lines) if line.startswith(argument)]
+            assert declared and min(declared) > install, f"{name}: {argument} before the install"

@@ -1021,21 +1021,19 @@ def test_the_plain_docker_build_needs_no_toolkit_image(tmp_path: Path) -> None:
         docker_cli(*build, "--build-arg", "DOCS=examples/docs", "-t", PLAIN, ".")
         result = docker_cli("run", "--rm", *HARDENED, PLAIN, "search", "E408", "--top-k", "1")
         assert "error code E408" in result.stdout
-        # A prebuilt toolkit image (Dockerfile.builder) is reused through BUILDER_IMAGE.
+        # A prebuilt toolkit image (Dockerfile.builder) is reused through BUILDER_IMAGE: its
+        # CLI runs the index step, which fails on a folder with nothing to index, clearly. (The
+        # stages after the index step are the ones the build above ran: a third full image would
+        # only prove them again.)
         model = ["--build-arg", "MODEL_DIR=.build/test-model"]
         docker_cli("build", "--force-rm", "-f", "Dockerfile.builder", *model, "-t", TOOLKIT, ".")
-        reused = docker_cli(
-            *build, "--build-arg", f"BUILDER_IMAGE={TOOLKIT}", "-t", f"{PLAIN}-reuse", "."
-        )
-        assert "toolkit: using the one already in this image" in reused.stdout + reused.stderr
-        answer = docker_cli("run", "--rm", *HARDENED, f"{PLAIN}-reuse", "search", "E408")
-        assert "error code E408" in answer.stdout
-        # The same build on a folder with nothing to index fails at the index step, clearly.
         empty = REPOSITORY / ".build" / "empty-docs"
         empty.mkdir(parents=True, exist_ok=True)
         (empty / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n")
         failed = docker_cli(
             *build,
+            "--build-arg",
+            f"BUILDER_IMAGE={TOOLKIT}",
             "--build-arg",
             "DOCS=.build/empty-docs",
             "-t",
@@ -1043,11 +1041,13 @@ def test_the_plain_docker_build_needs_no_toolkit_image(tmp_path: Path) -> None:
             ".",
             check=False,
         )
+        output = failed.stdout + failed.stderr
+        assert "toolkit: using the one already in this image" in output
         assert failed.returncode != 0
-        assert "nothing was indexed from /docs" in failed.stdout + failed.stderr
+        assert "nothing was indexed from /docs" in output
         assert not image_exists(f"{PLAIN}-empty")
     finally:
-        remove_images(PLAIN, f"{PLAIN}-empty", f"{PLAIN}-reuse", TOOLKIT)
+        remove_images(PLAIN, f"{PLAIN}-empty", TOOLKIT)
         shutil.rmtree(REPOSITORY / ".build", ignore_errors=True)
 
 

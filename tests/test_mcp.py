@@ -182,34 +182,37 @@ def test_report_tool(index: Path) -> None:
     anyio.run(scenario)
 
 
+# Each bad search, with what its one-sentence error says.
+BAD_SEARCHES = [
+    ({"query": "  "}, "query must be a non-empty string"),
+    ({"query": "x", "top_k": 0}, "top_k must be an integer from 1 to 50, got 0."),
+    ({"query": "x", "top_k": 100}, "top_k must be an integer from 1 to 50, got 100."),
+    ({"query": "x", "top_k": "many"}, "top_k must be an integer from 1 to 50, got 'many'."),
+    ({"query": "x", "max_tokens": 10}, "max_tokens must be an integer from 200 to 20000"),
+    ({"query": "x", "one_per_source": "yes"}, "one_per_source must be true or false."),
+    ({"query": "x", "match": "most"}, 'match must be "any" or "all", got \'most\'.'),
+    ({"query": "x", "match": True}, 'match must be "any" or "all", got True.'),
+    ({"query": "x", "filter": "kind=guide"}, "filter must be a JSON object"),
+    ({"query": "x", "filter": {"kind": {"$regex": "g.*"}}}, "unknown operator '$regex'"),
+    ({"query": "x", "filter": {"year": {"$gt": "soon"}}}, "needs a number"),
+    ({"top_k": 3}, "query is required (see the tool's input schema)."),
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        ({"query": "  "}, "query must be a non-empty string"),
-        ({"query": "x", "top_k": 0}, "top_k must be an integer from 1 to 50, got 0."),
-        ({"query": "x", "top_k": 100}, "top_k must be an integer from 1 to 50, got 100."),
-        ({"query": "x", "top_k": "many"}, "top_k must be an integer from 1 to 50, got 'many'."),
-        ({"query": "x", "max_tokens": 10}, "max_tokens must be an integer from 200 to 20000"),
-        ({"query": "x", "one_per_source": "yes"}, "one_per_source must be true or false."),
-        ({"query": "x", "match": "most"}, 'match must be "any" or "all", got \'most\'.'),
-        ({"query": "x", "match": True}, 'match must be "any" or "all", got True.'),
-        ({"query": "x", "filter": "kind=guide"}, "filter must be a JSON object"),
-        ({"query": "x", "filter": {"kind": {"$regex": "g.*"}}}, "unknown operator '$regex'"),
-        ({"query": "x", "filter": {"year": {"$gt": "soon"}}}, "needs a number"),
-        ({"top_k": 3}, "query is required (see the tool's input schema)."),
-    ],
-)
-def test_bad_arguments_are_one_sentence_and_the_server_keeps_running(index, arguments, message):
+def test_bad_arguments_are_one_sentence_and_the_server_keeps_running(index: Path) -> None:
+    """One server takes every bad search in turn, and answers a good one after each."""
+
     async def scenario() -> None:
         async with session(server(index)) as client:
-            result = await client.call_tool("search", arguments)
-            assert result.is_error is True
-            text = result.content[0].text
-            assert message in text
-            assert "\n" not in text and "pydantic" not in text
-            after = await client.call_tool("search", {"query": "E1234"})
-            assert after.is_error is False
+            for arguments, message in BAD_SEARCHES:
+                result = await client.call_tool("search", arguments)
+                assert result.is_error is True, arguments
+                text = result.content[0].text
+                assert message in text, (arguments, text)
+                assert "\n" not in text and "pydantic" not in text, (arguments, text)
+                after = await client.call_tool("search", {"query": "E1234"})
+                assert after.is_error is False, arguments
 
     anyio.run(scenario)
 
