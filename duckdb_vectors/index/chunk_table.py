@@ -126,11 +126,11 @@ def encode(
     etags: list[str],
     embeddings: np.ndarray,
     language: str,
-) -> dict[str, Sequence[Any] | np.ndarray]:
-    """The rows of new chunks, column by column, for ``insert`` (``stamped_at`` is set there;
-    ``tokens``: see ``token_columns``)."""
+) -> NewRows:
+    """The rows of new chunks, column by column, and their tokens, for ``insert``
+    (``stamped_at`` is set there)."""
     tokens = token_columns(chunks.title, chunks.text, language)
-    return {
+    columns = {
         "key": keys,
         "chunk_id": chunks.chunk_id,
         "text": chunks.text,
@@ -140,13 +140,9 @@ def encode(
         "metadata": chunks.metadata_json,
         "etag": etags,
         "token_count": tokens.counts,
-        "tokens": tokens,
         "embedding": np.asarray(embeddings, dtype=np.float32),
     }
-
-
-# What ``encode`` hands ``insert`` besides the table's columns.
-_NOT_COLUMNS = ("tokens",)
+    return NewRows(columns, tokens)
 
 
 @dataclass(frozen=True)
@@ -179,6 +175,15 @@ class TokenColumns:
         return [
             (word, term) for word, term in zip(self.words, self.terms, strict=True) if word != term
         ]
+
+
+@dataclass(frozen=True)
+class NewRows:
+    """What ``encode`` makes of new chunks: the table's columns (all but those ``insert``
+    sets), and their tokens for the postings."""
+
+    columns: dict[str, Sequence[Any] | np.ndarray]
+    tokens: TokenColumns
 
 
 class _WordNumbers(dict[str, int]):
@@ -248,7 +253,7 @@ ROWS_PER_READ = 16_384
 
 def insert(
     connection: duckdb.DuckDBPyConnection,
-    rows: dict[str, Sequence[Any] | np.ndarray],
+    rows: NewRows,
     stamp: datetime,
     run: postings.Run | None = None,
 ) -> None:
@@ -256,13 +261,11 @@ def insert(
     names = ", ".join(c.name for c in COLUMNS)
     written_as = {"stamped_at": "$1", "content_digest": _content_digest()}
     selected = ", ".join(written_as.get(c.name, c.name) for c in COLUMNS)
-    columns = {name: values for name, values in rows.items() if name not in _NOT_COLUMNS}
-    with registered_arrow(connection, "new_chunks", columns):
+    with registered_arrow(connection, "new_chunks", rows.columns):
         connection.execute(
             f"INSERT INTO chunks ({names}) SELECT {selected} FROM new_chunks", [stamp]
         )
-    tokens: TokenColumns = rows["tokens"]  # type: ignore[assignment]
-    _insert_postings(connection, np.asarray(rows["key"]), tokens, run)
+    _insert_postings(connection, np.asarray(rows.columns["key"]), rows.tokens, run)
 
 
 def _insert_postings(
