@@ -720,3 +720,28 @@ def test_the_fusion_follows_the_settings_and_the_recorded_weight(filled_store: V
     assert filled_store.fusion.lexical_weight == FusionSettings().lexical_weight
     filled_store.settings.fusion = FusionSettings()
     assert filled_store.fusion.lexical_weight == 0.3
+
+
+def test_a_stream_of_writes_checkpoints_on_close_not_on_every_commit(tmp_path: Path) -> None:
+    """Each of these writes passes DuckDB's default WAL limit (16 MB), where a commit
+    checkpoints; the index raises it, so only ``close`` folds the WAL into the file."""
+    path = tmp_path / "stream.duckdb"
+    rng = np.random.default_rng(0)
+    store = VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL)
+    for batch in range(2):
+        vectors = rng.normal(size=(6_000, 256)).astype(np.float32)
+        store.put_vectors(
+            [
+                {
+                    "key": f"b{batch}-{i}",
+                    "data": {"float32": vector},
+                    "text": f"chunk {i} " + "x" * 2_000,
+                }
+                for i, vector in enumerate(vectors)
+            ]
+        )
+        assert Path(f"{path}.wal").stat().st_size > 16 << 20
+    store.close()
+    assert not Path(f"{path}.wal").exists()
+    with VectorStore(path, model_path=STATIC_MODEL, read_only=True) as reopened:
+        assert reopened.count() == 12_000
