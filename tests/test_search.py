@@ -13,7 +13,7 @@ from conftest import DEFAULT_BACKEND, EVALDATA, STATIC_MODEL
 
 from duckdb_vectors import FusionSettings, InvalidRankingSQLError, VectorStore
 from duckdb_vectors.bm25 import BM25_B, BM25_K1
-from duckdb_vectors.index import chunk_table
+from duckdb_vectors.index import held_rows
 from duckdb_vectors.index.db import SCAN_MEMORY_LIMIT, scalar
 from duckdb_vectors.index.terms import index_terms, query_terms
 from duckdb_vectors.search import memory_index
@@ -341,7 +341,7 @@ def test_a_snapshot_ranks_like_sql_whatever_order_keys_and_rows_are_in(
     exactly as SQL does."""
     monkeypatch.setattr(memory_index, "RESIDENT_ROWS_LIMIT", 10_000 if resident_rows else 0)
     monkeypatch.setattr(memory_index, "KEY_TABLE_MAX_SPAN", 0 if keys == "by search" else 8)
-    monkeypatch.setattr(chunk_table, "ROWS_PER_READ", 7)  # rows held are read in many parts
+    monkeypatch.setattr(held_rows, "ROWS_PER_READ", 7)  # rows held are read in many parts
     documents = scifact_documents(120)
     store = VectorStore(tmp_path / "x.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL)
     ids = [d["_id"] for d in documents]

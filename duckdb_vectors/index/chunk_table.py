@@ -244,10 +244,6 @@ def _decode_rows(rows: list[tuple[Any, ...]]) -> list[Chunk]:
     return [decode(row[:-1], row[-1]) for row in rows]
 
 
-# Chunks read per query by ``read_all``.
-ROWS_PER_READ = 16_384
-
-
 # -- writing ---------------------------------------------------------------------------------
 
 
@@ -545,46 +541,6 @@ def by_source(
         [source, low, high],
     ).fetchall()
     return _decode_rows(found)
-
-
-def read_all(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> list[tuple[Any, ...]]:
-    """The ``CHUNK_SELECT`` rows of the chunks with ``keys`` (every chunk, ascending), in key
-    order, each a tuple as ``decode`` takes it.
-
-    A tuple per row, not a list per column: building a hit then reads one place for its row,
-    not one per column, which counts after the matrix product has pushed everything else out
-    of the CPU's caches (hits at 5k chunks 45 us against 52).
-
-    Read ``ROWS_PER_READ`` keys at a time: a query's whole result is held twice while it is
-    converted (by DuckDB, and as Python objects); for 100k chunks in one query that was 109 MB
-    above what the rows keep, and the peak of the whole load.
-    """
-    rows: list[tuple[Any, ...]] = []
-    held: dict[str, dict[Any, Any]] = {name: {} for name in _REPEATING}
-    for start in range(0, len(keys), ROWS_PER_READ):
-        low, high = int(keys[start]), int(keys[min(start + ROWS_PER_READ, len(keys)) - 1])
-        fetched = connection.execute(
-            f"SELECT {CHUNK_SELECT} FROM chunks WHERE key BETWEEN $1 AND $2 ORDER BY key",
-            [low, high],
-        ).fetchnumpy()
-        columns = (
-            _held_once(values.tolist(), held[name]) if name in held else values.tolist()
-            for name, values in fetched.items()
-        )
-        rows.extend(zip(*columns, strict=True))
-    return rows
-
-
-# Columns whose values repeat from chunk to chunk: a document's chunks share its source and
-# often a title, most metadata is '{}', and one write stamps all its chunks alike. Each value
-# read is a new object, so each distinct one is held once instead: 8 MB of a reader's 354 at
-# 100k chunks of one write with empty metadata.
-_REPEATING = ("source", "title", "metadata", "stamped_at")
-
-
-def _held_once(values: list[Any], held: dict[Any, Any]) -> list[Any]:
-    """``values`` with each distinct one the object ``held`` has for it (adding new ones)."""
-    return [held.setdefault(value, value) for value in values]
 
 
 def content_statistics(connection: duckdb.DuckDBPyConnection) -> tuple[int, str]:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import duckdb
 import numpy as np
@@ -25,7 +25,7 @@ import numpy as np
 from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight
 from ..config import Quantization
 from ..errors import NotAnIndexError
-from ..index import chunk_table, postings, vector_codes
+from ..index import chunk_table, held_rows, postings, vector_codes
 from ..index.db import (
     evict_cached_blocks,
     numpy_batches,
@@ -48,11 +48,10 @@ KEY_TABLE_MAX_SPAN = 8
 _SAMPLE_STRIDE = 8  # one score in eight bounds the top-k threshold from below
 # DuckDB hands a scan to Python in Arrow batches of this many rows: one is held while it is copied.
 _ARROW_BATCH_ROWS = 131_072
-# Python objects of a chunk row held (ids, source, metadata, stamp), besides its text: 100k
-# rows of 40 words took 72 MB, 33 of them text, when they were held as a list per column; a
-# tuple per row adds 48 bytes (its header, less the lists' slots).
-_HELD_ROW_BYTES = 450
-_SOURCE, _CHUNK_ID = (chunk_table.CHUNK_FIELDS.index(name) for name in ("source", "chunk_id"))
+# What a chunk row held takes besides its text (``held_rows``): its id and etag (UTF-8), an
+# offset for each of the three strings and two numbers, 32 bytes; 100k rows of 40 words took
+# 39 MiB, 33.4 of them text (ids of 9 bytes, etags of 32). On the high side for longer ids.
+_HELD_ROW_BYTES = 128
 
 
 @dataclass
@@ -153,8 +152,8 @@ class MemoryIndex:
         keys: chunk keys, ascending; row ``i`` of every array belongs to ``keys[i]``.
         vectors: the embeddings, one row per chunk.
         postings: the BM25 inverted index.
-        rows: the chunk rows returned with results (``chunk_table.read_all``), in key order;
-            None to read them from ``connection`` per query.
+        rows: the chunk rows returned with results (``held_rows.read``), in key order; None
+            to read them from ``connection`` per query.
     """
 
     def __init__(
@@ -163,7 +162,7 @@ class MemoryIndex:
         keys: np.ndarray,
         vectors: Vectors,
         postings: _Postings,
-        rows: list[tuple[Any, ...]] | None,
+        rows: held_rows.HeldRows | None,
     ) -> None:
         self.connection = connection
         self.keys = keys
@@ -212,7 +211,7 @@ class MemoryIndex:
         _release_cached_blocks(connection)
         rows = None
         if len(keys) <= RESIDENT_ROWS_LIMIT:
-            rows = chunk_table.read_all(connection, keys)
+            rows = held_rows.read(connection, keys)
             _release_cached_blocks(connection)
         if committed:
             evict_cached_blocks(connection)
@@ -262,17 +261,14 @@ class MemoryIndex:
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         if self.rows is None:
             return chunk_table.by_keys(self.connection, keys)
-        rows = self.rows
-        return [chunk_table.decode(rows[row]) for row in self.keys.searchsorted(keys).tolist()]
+        chunk = self.rows.chunk
+        return [chunk(row) for row in self.keys.searchsorted(keys).tolist()]
 
     def documents(self, keys: np.ndarray) -> list[str]:
         if self.rows is None:
             return chunk_table.documents_of(self.connection, keys)
-        rows = self.rows
-        return [
-            chunk_table.document_of(rows[row][_SOURCE], rows[row][_CHUNK_ID])
-            for row in np.searchsorted(self.keys, keys).tolist()
-        ]
+        document = self.rows.document
+        return [document(row) for row in np.searchsorted(self.keys, keys).tolist()]
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
         """The rows ``scope`` allows, ascending; None for all of them."""
@@ -299,7 +295,7 @@ def estimated_bytes(
     """About what loading the snapshot adds to a process at its peak: the vectors (or int8
     codes), 8 bytes a posting, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks) and one
     Arrow batch of vectors in flight. On the high side: for 100k chunks of 40 words it says
-    298 MB where the load took 259 MB, for 1M 1,423 MB where it took about 1,410."""
+    286 MB where the load took 266 MB, for 1M 1,423 MB where it took about 1,410."""
     chunks = chunk_table.count(connection)
     dimension = chunk_table.embedding_dimension(connection) or 0
     vector_width = dimension * (1 if quantization == "int8" else 4)
