@@ -35,19 +35,16 @@ from scale import BACKEND, peer_build, write_peer_data
 PEERS = ("sqlite-vec", "lancedb")
 
 
-def code_writers(tree: Path, label: str, parquet: Path, scratch: Path) -> dict[str, Callable]:
-    """``put_vectors`` and ``index --from-parquet`` as the checkout at ``tree`` runs them."""
-    python = tree / ".venv" / "bin" / "python"
+def code_writers(
+    tree: Path, label: str, parquet: Path, scratch: Path, calls: int
+) -> dict[str, Callable]:
+    """``put_vectors`` (in ``calls`` calls) and ``index --from-parquet`` as the checkout at
+    ``tree`` runs them."""
     cli = tree / ".venv" / "bin" / "duckdb-vectors"
     db = scratch / f"{label}.duckdb"
 
     def put_vectors() -> dict[str, Any]:
-        out = scratch / f"{label}.json"
-        db.unlink(missing_ok=True)
-        command = [str(python), str(tree / "bench" / "scale.py"), "--worker", "put_vectors"]
-        _, peak = measured([*command, str(out), str(parquet), str(db)])
-        db.unlink()
-        return json.loads(out.read_text()) | {"peak_rss_mb": peak}
+        return scale_worker(tree, "put_vectors", parquet, db, calls)
 
     def from_parquet() -> dict[str, Any]:
         db.unlink(missing_ok=True)
@@ -60,6 +57,17 @@ def code_writers(tree: Path, label: str, parquet: Path, scratch: Path) -> dict[s
     return {f"{label} put_vectors": put_vectors, f"{label} --from-parquet": from_parquet}
 
 
+def scale_worker(tree: Path, name: str, parquet: Path, db: Path, calls: int) -> dict[str, Any]:
+    """One of ``scale.py``'s write workers, as the checkout at ``tree`` runs it."""
+    out = db.with_suffix(".json")
+    db.unlink(missing_ok=True)
+    command = [str(tree / ".venv" / "bin" / "python"), str(tree / "bench" / "scale.py")]
+    command += ["--worker", name, str(out), str(parquet), str(db), str(calls)]
+    _, peak = measured(command)
+    db.unlink()
+    return json.loads(out.read_text()) | {"peak_rss_mb": peak}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parquet", type=Path, required=True, help="write_rows' layout")
@@ -67,15 +75,24 @@ def main() -> None:
     parser.add_argument("--peers-python", help="a python with lancedb, sqlite-vec, pysqlite3")
     parser.add_argument("--baseline", type=Path, help="another checkout, with its .venv")
     parser.add_argument("--workdir", type=Path, help="for scratch files (default: a temp dir)")
+    parser.add_argument(
+        "--calls", type=int, default=1, help="put_vectors (and plain DuckDB) in this many calls"
+    )
     arguments = parser.parse_args()
     rows = duckdb.execute(
         "SELECT count(*) FROM read_parquet(?)", [str(arguments.parquet)]
     ).fetchone()[0]
     with tempfile.TemporaryDirectory(dir=arguments.workdir) as folder:
         scratch = Path(folder)
-        writers = code_writers(HERE.parent, "this", arguments.parquet, scratch)
+        calls = arguments.calls
+        writers = code_writers(HERE.parent, "this", arguments.parquet, scratch, calls)
         if arguments.baseline:
-            writers |= code_writers(arguments.baseline, "baseline", arguments.parquet, scratch)
+            writers |= code_writers(
+                arguments.baseline, "baseline", arguments.parquet, scratch, calls
+            )
+        writers["plain DuckDB"] = lambda: scale_worker(
+            HERE.parent, "plain_duckdb", arguments.parquet, scratch / "plain.duckdb", calls
+        )
         if arguments.peers_python:
             write_peer_data(arguments.parquet, scratch / "peer-data")
             for system in PEERS:
@@ -98,11 +115,11 @@ def main() -> None:
         for name, done in runs.items()
     }
     fastest_peer = min((results[p]["seconds"] for p in PEERS if p in results), default=None)
-    report = {"rows": rows, "loadavg_1m_end": os.getloadavg()[0], "writes": results}
-    out = HERE / "results" / date.today().isoformat() / f"bulk-writes-{rows}.json"
+    report = {"rows": rows, "calls": calls, "loadavg_1m_end": os.getloadavg()[0], "writes": results}
+    out = HERE / "results" / date.today().isoformat() / f"bulk-writes-{rows}-{calls}-calls.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"\n{rows:,} rows, median of {arguments.repeat} alternating rounds\n")
+    print(f"\n{rows:,} rows in {calls} calls, median of {arguments.repeat} alternating rounds\n")
     print("| writer | seconds | rows/s | x fastest peer's time | peak RSS MB |")
     print("|---|---:|---:|---:|---:|")
     for name, result in results.items():

@@ -225,8 +225,9 @@ def taking_turns(
 
 
 @worker
-def put_vectors(parquet: str, db: str) -> dict[str, Any]:
-    """``put_vectors`` of every row (held in memory first, as an SDK caller would), closed."""
+def put_vectors(parquet: str, db: str, calls: str = "1") -> dict[str, Any]:
+    """``put_vectors`` of every row (held in memory first, as an SDK caller would) in ``calls``
+    calls of equal size, closed."""
     from duckdb_vectors import VectorStore
 
     table = duckdb.sql(f"SELECT * FROM read_parquet('{parquet}')").to_arrow_table()
@@ -243,7 +244,31 @@ def put_vectors(parquet: str, db: str) -> dict[str, Any]:
     ]
     started = time.perf_counter()
     with VectorStore(db, BACKEND, model_path=MODEL, read_only=False) as store:
-        store.put_vectors(items)
+        for batch in np.array_split(np.arange(len(items)), int(calls)):
+            store.put_vectors(items[batch[0] : batch[-1] + 1])
+    return {"seconds": time.perf_counter() - started}
+
+
+@worker
+def plain_duckdb(parquet: str, db: str, calls: str = "1") -> dict[str, Any]:
+    """The same rows into a plain DuckDB table (key, text, source, FLOAT[] embedding), in
+    ``calls`` transactions of equal size, closed: what DuckDB itself takes to store them."""
+    table = duckdb.sql(f"SELECT * FROM read_parquet('{parquet}')").to_arrow_table()
+    rows = table.select(["chunk_id", "text", "source", "embedding"])
+    started = time.perf_counter()
+    with duckdb.connect(db) as connection:
+        connection.execute(
+            "CREATE TABLE chunks (key VARCHAR PRIMARY KEY, text VARCHAR, source VARCHAR,"
+            f" embedding FLOAT[{DIMENSION}])"
+        )
+        for batch in np.array_split(np.arange(len(rows)), int(calls)):
+            part = rows.slice(int(batch[0]), len(batch))  # noqa: F841 - read by the INSERT
+            connection.execute("BEGIN")
+            connection.execute(
+                f"INSERT INTO chunks SELECT chunk_id, text, source, embedding::FLOAT[{DIMENSION}]"
+                " FROM part"
+            )
+            connection.execute("COMMIT")
     return {"seconds": time.perf_counter() - started}
 
 
