@@ -48,10 +48,10 @@ KEY_TABLE_MAX_SPAN = 8
 _SAMPLE_STRIDE = 8  # one score in eight bounds the top-k threshold from below
 # DuckDB hands a scan to Python in Arrow batches of this many rows: one is held while it is copied.
 _ARROW_BATCH_ROWS = 131_072
-# What a chunk row held takes besides its text (``held_rows``): its id and etag (UTF-8), an
-# offset for each of the three strings and two numbers, 32 bytes; 100k rows of 40 words took
-# 39 MiB, 33.4 of them text (ids of 9 bytes, etags of 32). On the high side for longer ids.
-_HELD_ROW_BYTES = 128
+# What a chunk row held takes besides its text's characters (``held_rows``): its text's and
+# its id's string headers (about 50 bytes each), the id, the etag (32 bytes and an offset) and
+# two numbers; 100k rows of 40 words took about 48 MiB, 33.4 of them text (ids of 9 bytes).
+_HELD_ROW_BYTES = 192
 
 
 @dataclass
