@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from duckdb_vectors import index_parquet
+from duckdb_vectors import index_parquet, parquet_import
 from duckdb_vectors.embedders import get_embedder
 from duckdb_vectors.errors import DuckDBVectorsError
 from duckdb_vectors.models import Chunk
@@ -217,3 +217,11 @@ def test_progress_counts_rows_when_asked(tmp_path: Path):
     assert shown.exit_code == 0, shown.stderr
     assert shown.stderr.splitlines()[-1] == "importing: 4/4 rows"
     assert "importing" not in shown.stdout
+
+
+def test_the_files_are_read_without_duckdbs_own_progress_bar() -> None:
+    """DuckDB draws a bar on stderr once a scan runs 2 s, and the files' scan lasts the whole
+    import: it would land in build logs even with --no-progress."""
+    with parquet_import.reader_connection() as reader:
+        setting = reader.execute("SELECT current_setting('enable_progress_bar')").fetchall()
+    assert setting == [(False,)]
