@@ -210,8 +210,8 @@ def _escaped_tokens(folded: str) -> list[str]:
     every other non-ASCII character as a space; the ASCII text that results is split on the
     ASCII path, and the escapes in its tokens read back. English text with a few Greek
     letters or accents is the commonest non-ASCII text (a fifth of SciFact's chunks): this
-    splits it 1.7x faster than the general path's regex, which matched character classes
-    one character at a time.
+    splits it 1.8x faster than the general path (NFKC, case folding, and the regex module's
+    set-operation classes).
     """
     escaped = folded.encode("ascii", _ESCAPING).decode("ascii")
     tokens = _ascii_tokens(escaped)
