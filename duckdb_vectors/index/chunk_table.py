@@ -481,6 +481,19 @@ def by_keys(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> list[Chu
     return _decode_rows([by_key[int(key)] for key in keys])
 
 
+def columns_between(connection: duckdb.DuckDBPyConnection, low: int, high: int) -> dict[str, Any]:
+    """The ``CHUNK_SELECT`` columns of the chunks with keys ``low`` to ``high``, in key order,
+    as ``fetchnumpy`` gives them."""
+    return connection.execute(
+        f"SELECT {CHUNK_SELECT} FROM chunks WHERE key BETWEEN $1 AND $2 ORDER BY key", [low, high]
+    ).fetchnumpy()
+
+
+def etag_bytes(connection: duckdb.DuckDBPyConnection) -> int:
+    """The length of every chunk's etag, together."""
+    return int(scalar(connection, "SELECT coalesce(sum(strlen(etag)), 0) FROM chunks") or 0)
+
+
 # A chunk's document: its source, else the chunk alone (``document_of`` in Python).
 DOCUMENT_OF = "coalesce(source, '#' || chunk_id)"
 

@@ -126,16 +126,9 @@ class HeldRows:
 def read(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> HeldRows:
     """The rows of the chunks with ``keys`` (every chunk, ascending), ``ROWS_PER_READ`` keys a
     query."""
-    etag_bytes = connection.execute("SELECT coalesce(sum(strlen(etag)), 0) FROM chunks").fetchall()
-    rows = HeldRows(int(etag_bytes[0][0]))
+    rows = HeldRows(chunk_table.etag_bytes(connection))
     for start in range(0, len(keys), ROWS_PER_READ):
         low, high = int(keys[start]), int(keys[min(start + ROWS_PER_READ, len(keys)) - 1])
-        rows.append(
-            connection.execute(
-                f"SELECT {chunk_table.CHUNK_SELECT} FROM chunks"
-                " WHERE key BETWEEN $1 AND $2 ORDER BY key",
-                [low, high],
-            ).fetchnumpy()
-        )
+        rows.append(chunk_table.columns_between(connection, low, high))
     rows.loaded()
     return rows
