@@ -13,4 +13,8 @@ setup="$(cd "$(dirname "$setup")" && pwd)/setup.sh"
 # Started from /: the engine (and each container's conmon) keeps the working directory it was
 # started in, and a deleted clone there makes every later `docker run` fail.
 cd /
+# The engine runs netavark, which runs iptables from an sbin folder: a PATH without them (a
+# clean `env -i` shell, cron) left an engine whose every `docker run` failed ("netavark: No such
+# file or directory").
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 exec bash "$setup"
