@@ -5,7 +5,7 @@ a tuple per row, and about 50 bytes of header on every string. Here the values t
 chunk to chunk (a document's source and title, empty metadata, one write's time) are held once,
 a row pointing at them by number, and the etags (32 hex digits each) are one ASCII buffer with
 an offset per row. Texts and ids stay strings: decoding them from a buffer when a hit is built
-cost about 1 us a hit, a tenth of a vector query at 5k chunks, for 10 MB at 100k.
+cost about 1 us a hit (a vector query at 5k chunks takes 0.15-0.25 ms), to save 10 MB at 100k.
 """
 
 from __future__ import annotations
