@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from .errors import DuckDBVectorsError
-from .index.db import first_line, scalar
+from .index.db import first_line, scalar, without_progress_bar
 from .progress import counted
 from .rows import ChunkColumns, metadata_json
 from .store import VectorStore
@@ -38,12 +38,8 @@ READER_CONFIG = {"threads": 1}
 
 def reader_connection() -> duckdb.DuckDBPyConnection:
     """The in-memory connection that reads the Parquet files (the index's refuses files)."""
-    reader = duckdb.connect(":memory:", config=READER_CONFIG)
-    # DuckDB draws its own bar on stderr once a query runs 2 s, as reading the files does for
-    # the whole import, even with --no-progress and into a log file; ``counted`` reports
-    # progress. (A per-connection option: it cannot be part of the config.)
-    reader.execute("SET enable_progress_bar = false")
-    return reader
+    # Its scan of the files lasts the whole import: DuckDB's bar would show after 2 s.
+    return without_progress_bar(duckdb.connect(":memory:", config=READER_CONFIG))
 
 
 # Each column a row may carry: whether it is required, and the DuckDB types accepted for it.

@@ -60,8 +60,13 @@ def connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         ) from None
     except duckdb.Error as error:
         raise NotAnIndexError(f"{path} is not a DuckDB index file: {first_line(error)}") from None
-    # DuckDB draws a bar on stderr during long scans even when stderr is a log file (an MCP
-    # server's, a build's); this library reports its own progress. (A per-connection option.)
+    return without_progress_bar(connection)
+
+
+def without_progress_bar(connection: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``connection``, told not to draw DuckDB's bar on stderr during long scans: it does even
+    when stderr is a log file (an MCP server's, a build's), and with ``--no-progress``; this
+    library reports its own progress. (A per-connection option: no config can hold it.)"""
     connection.execute("SET enable_progress_bar = false")
     return connection
 

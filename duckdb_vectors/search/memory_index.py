@@ -295,7 +295,7 @@ def estimated_bytes(
     """About what loading the snapshot adds to a process at its peak: the vectors (or int8
     codes), 8 bytes a posting, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks) and one
     Arrow batch of vectors in flight. On the high side: for 100k chunks of 40 words it says
-    286 MB where the load took 266 MB, for 1M 1,423 MB where it took about 1,410."""
+    292 MB where the load took 275-286 MB, for 1M 1,423 MB where it took about 1,410."""
     chunks = chunk_table.count(connection)
     dimension = chunk_table.embedding_dimension(connection) or 0
     vector_width = dimension * (1 if quantization == "int8" else 4)
