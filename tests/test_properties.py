@@ -719,7 +719,8 @@ def test_fusing_with_an_empty_signal_keeps_the_other_order(vector, lexical, meth
 
 @pytest.mark.slow
 @SETTINGS
-@given(text=st.text(st.characters(max_codepoint=127)))
+# Also text of little else than joiners, whose neighbours decide whether they join.
+@given(text=st.text(st.characters(max_codepoint=127)) | st.text(st.sampled_from("aZ1_.-'. \n")))
 @example(text="v2.0 covid-19 O'Neil a..b -x- _id_ ABC")
 @example(text="End. 'quoted' --flag a.-b v2.0. .5 x\x1cy\x7fz;w it's-9'")
 def test_ascii_text_tokenizes_as_the_unicode_path_does(text) -> None:
@@ -787,9 +788,10 @@ CHANGED_IN_V2 = re.compile(
 @given(text=st.text())
 @example(text="v2.0 北京是首都 g\u0303 Москва ①")
 def test_text_outside_the_scripts_exact_v2_splits_tokenizes_as_exact_v1_did(text) -> None:
-    """Indexes built with exact-v1 are re-tokenized, but their other text keeps its tokens."""
+    """Indexes built with exact-v1 are re-tokenized, but their other text keeps its tokens
+    (counted: exact-v1 put a compound's parts right after it, exact-v2 after all the words)."""
     assume(not CHANGED_IN_V2.search(text))
-    assert tokenize(text) == exact_v1_tokenizer.tokenize(text)
+    assert Counter(tokenize(text)) == Counter(exact_v1_tokenizer.tokenize(text))
 
 
 @SETTINGS
@@ -798,7 +800,7 @@ def test_text_outside_the_scripts_exact_v2_splits_tokenizes_as_exact_v1_did(text
 def test_text_tokenizes_the_same_with_or_without_a_script_run_elsewhere(text) -> None:
     """Text without Thai...Hangul takes a faster pattern; a Khmer word after it forces the
     general one."""
-    assert tokenize(text + " \u1780") == [*tokenize(text), "\u1780"]
+    assert Counter(tokenize(text + " \u1780")) == Counter([*tokenize(text), "\u1780"])
 
 
 @SETTINGS
