@@ -1,9 +1,10 @@
 """tokenize() throughput of this checkout against the tokenizer of another git revision.
 
 Texts: the DuckDB docs cut into chunks by the library's Markdown chunker (mostly the ASCII fast
-path) and the XQuAD-R paragraphs in German, Russian and Chinese (the general path), from
-../shared. The two tokenizers run in alternating rounds over the same texts in one process;
-the median round of each (CPU time) is reported.
+path), SciFact's abstracts (200-word scientific English, a fifth with a Greek letter or an
+accent: the escaped path) and the XQuAD-R paragraphs in German, Russian and Chinese (the
+general path), from ../shared. The two tokenizers run in alternating rounds over the same
+texts in one process; the median round of each (CPU time) is reported.
 
     python bench/tokenize_speed.py --baseline edbfda0 --rounds 15
 
@@ -39,12 +40,15 @@ def texts() -> dict[str, list[str]]:
         for path in sorted(DOCS.rglob("*.md"))
         for chunk in chunker.chunk(path.read_text(encoding="utf-8"), str(path.relative_to(DOCS)))
     ]
-    sets = {"duckdb-docs": docs}
+    sets = {"duckdb-docs": docs, "scifact": _corpus_texts("scifact")}
     for language in ("de", "ru", "zh"):
-        corpus = SHARED / "evaldata/ir/xquad-r-paragraphs" / language / "corpus.jsonl.gz"
-        with gzip.open(corpus, "rt", encoding="utf-8") as handle:
-            sets[f"xquad-{language}"] = [json.loads(line)["text"] for line in handle]
+        sets[f"xquad-{language}"] = _corpus_texts(f"xquad-r-paragraphs/{language}")
     return sets
+
+
+def _corpus_texts(name: str) -> list[str]:
+    with gzip.open(SHARED / "evaldata/ir" / name / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f]
 
 
 def baseline(revision: str, scratch: Path) -> Tokenize:
