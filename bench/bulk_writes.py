@@ -10,7 +10,8 @@ reported with each writer's ratio to the fastest peer of the same run.
         --peers-python /tmp/scale-peers-venv/bin/python --baseline /tmp/bulk-before
 
 ``--baseline`` is a source tree with its own ``.venv`` (``make install`` there). Writes
-bench/results/<date>/bulk-writes-<rows>.json and prints a Markdown table.
+bench/results/<date>/bulk-writes-<rows>-<calls>-calls[-<label>].json (``--label``: so that a
+second run of the day keeps the first) and prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def main() -> None:
     parser.add_argument("--peers-python", help="a python with lancedb, sqlite-vec, pysqlite3")
     parser.add_argument("--baseline", type=Path, help="another checkout, with its .venv")
     parser.add_argument("--workdir", type=Path, help="for scratch files (default: a temp dir)")
+    parser.add_argument("--label", help="ends the JSON's name")
     parser.add_argument(
         "--calls", type=int, default=1, help="put_vectors (and plain DuckDB) in this many calls"
     )
@@ -116,7 +118,8 @@ def main() -> None:
     }
     fastest_peer = min((results[p]["seconds"] for p in PEERS if p in results), default=None)
     report = {"rows": rows, "calls": calls, "loadavg_1m_end": os.getloadavg()[0], "writes": results}
-    out = HERE / "results" / date.today().isoformat() / f"bulk-writes-{rows}-{calls}-calls.json"
+    name = f"bulk-writes-{rows}-{calls}-calls" + (f"-{arguments.label}" if arguments.label else "")
+    out = HERE / "results" / date.today().isoformat() / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"\n{rows:,} rows in {calls} calls, median of {arguments.repeat} alternating rounds\n")
