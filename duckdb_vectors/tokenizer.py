@@ -59,10 +59,10 @@ _SCRIPT_CHARACTER = {name: regex.compile(f"[{s}]", regex.V1) for name, s in _SCR
 _GRAPHEME = regex.compile(r"\X")
 _WORD_CHARACTER = regex.compile(r"[\p{L}\p{N}\p{M}_]")
 _JOINERS = re.compile(r"[.\-']")
-# The word pattern for ASCII text, where NFKC changes nothing and casefold is lower().
-_ASCII_WORD = re.compile(r"[a-z0-9_]+(?:[.\-'][a-z0-9_]+)*")
+# In ASCII text, where NFKC changes nothing and casefold is lower(), a word is a run of these,
+# single joiners between them joining it into a compound: [a-z0-9_]+(?:[.\-'][a-z0-9_]+)*.
 _ASCII_WORD_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
-# Every ASCII character that no ``_ASCII_WORD`` holds, whitespace too, to a space.
+# Every other ASCII character but the joiners, whitespace too, to a space.
 _ASCII_SEPARATORS = str.maketrans(
     {c: " " for c in map(chr, range(128)) if c not in _ASCII_WORD_CHARACTERS and c not in ".-'"}
 )
@@ -132,10 +132,10 @@ def general_tokens(text: str, characters: str | None = None) -> list[str]:
 
 
 def _ascii_tokens(text: str) -> list[str]:
-    """``_ASCII_WORD``'s words of ASCII ``text``, then the parts of its compounds, found by
-    string methods in C, with Python work per joiner rather than per word: on SciFact's ASCII
-    abstracts 1.3x faster than checking each word for a joiner (nearly every chunk has one, a
-    full stop), and as fast on the DuckDB docs (bench/tokenize_speed.py)."""
+    """The words of ASCII ``text`` (see ``_ASCII_WORD_CHARACTERS``), then the parts of its
+    compounds, found by string methods in C, with Python work per joiner rather than per word:
+    on SciFact's ASCII abstracts 1.3x faster than checking each word for a joiner (nearly every
+    chunk has one, a full stop), and as fast on the DuckDB docs (bench/tokenize_speed.py)."""
     # A full stop before a space joins nothing: most go here, in C, before the loop below.
     separated = text.lower().translate(_ASCII_SEPARATORS).replace(". ", "  ")
     for joiner in ".-'":
