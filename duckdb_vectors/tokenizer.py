@@ -145,12 +145,11 @@ def _ascii_tokens(text: str) -> list[str]:
     if "." not in separated and "-" not in separated and "'" not in separated:
         return words
     # Every joiner left is in a compound; words of letters and digits only are not.
-    compounds = [word for word in filterfalse(str.isalnum, words) if not _JOINER_FREE(word)]
+    compounds = [word for word in filterfalse(str.isalnum, words) if _JOINERS.search(word)]
     return words + " ".join(compounds).translate(_JOINERS_TO_SPACES).split()
 
 
 _JOINERS_TO_SPACES = str.maketrans(".-'", "   ")
-_JOINER_FREE = re.compile(r"[a-z0-9_]*").fullmatch
 
 
 def _joining_only(text: str, joiner: str) -> str:
