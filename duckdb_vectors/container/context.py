@@ -33,6 +33,7 @@ MODEL_IN_CONTEXT = "input/model"
 NO_MODEL_IN_CONTEXT = "duckdb_vectors/container/no-model"
 RUNTIME_DOCKERFILE = "Dockerfile.runtime"
 _LEFT_OUT = {"__pycache__", "build_files"}
+_COMPILED = (".pyc", ".so", ".pyd")
 
 logger = logging.getLogger(__name__)
 
@@ -112,9 +113,10 @@ def _walk(root: Path, selection: FileSelection | None) -> Iterator[tuple[Path, s
         def relative(entry: str, base: str = base) -> str:
             return entry if base == "." else f"{base}/{entry}"
 
-        if selection is None:  # the package: no bytecode, no second copy of the build files
+        if selection is None:  # the package: no bytecode, no second copy of the build files,
+            # no extension compiled for this machine's Python (the image builds its own)
             subfolders[:] = sorted(d for d in subfolders if d not in _LEFT_OUT)
-            kept = sorted(f for f in files if not f.endswith(".pyc"))
+            kept = sorted(f for f in files if not f.endswith(_COMPILED))
         else:
             subfolders[:] = sorted(d for d in subfolders if selection.enters(relative(d)))
             kept = sorted(f for f in files if selection.selects(relative(f)))

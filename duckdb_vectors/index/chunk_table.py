@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,7 +21,7 @@ import numpy as np
 
 from ..models import Chunk, trusted
 from ..rows import ChunkColumns
-from . import postings, vector_codes
+from . import postings, vector_codes, word_numbers
 from .db import (
     array_width,
     column,
@@ -33,7 +32,7 @@ from .db import (
     registered_arrow,
     scalar,
 )
-from .terms import index_words, word_forms
+from .terms import index_texts, word_forms
 
 
 @dataclass(frozen=True)
@@ -157,10 +156,9 @@ class TokenColumns:
         words: the batch's distinct words, in the order first seen.
         terms: each of ``words``' term (``terms.word_forms``).
 
-    A word becomes its number in one dict lookup per word, in C; its term and term id are
-    worked out once per distinct word. Joining each chunk's terms into a string for DuckDB to
-    split, deduplicate and join with ``terms`` (twice) took a fifth of a bulk write of
-    200-word texts.
+    Words are numbered by ``word_numbers``; a word's term and term id are worked out once per
+    distinct word. Joining each chunk's terms into a string for DuckDB to split, deduplicate
+    and join with ``terms`` (twice) took a fifth of a bulk write of 200-word texts.
     """
 
     counts: np.ndarray
@@ -186,28 +184,12 @@ class NewRows:
     tokens: TokenColumns
 
 
-class _WordNumbers(dict[str, int]):
-    """Each word's number: the count of distinct words seen before it."""
-
-    def __missing__(self, word: str) -> int:
-        self[word] = number = len(self)
-        return number
-
-
 def token_columns(
     titles: Sequence[str | None], texts: Sequence[str], language: str
 ) -> TokenColumns:
-    numbers = _WordNumbers()
-    counts = np.empty(len(texts), dtype=np.int32)
-    word_numbers = array("i")
-    for row, (title, text) in enumerate(zip(titles, texts, strict=True)):
-        words = index_words(title, text)
-        counts[row] = len(words)
-        word_numbers.extend(map(numbers.__getitem__, words))
-    words = list(numbers)
-    return TokenColumns(
-        counts, np.frombuffer(word_numbers, dtype=np.int32), words, word_forms(words, language)
-    )
+    chunks = (index_texts(title, text) for title, text in zip(titles, texts, strict=True))
+    counts, numbers, words = word_numbers.numbered(chunks, len(texts))
+    return TokenColumns(counts, numbers, words, word_forms(words, language))
 
 
 def decode(values: Sequence[Any], embedding: Any = None) -> Chunk:

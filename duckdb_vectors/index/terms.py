@@ -65,7 +65,13 @@ def index_terms(title: str | None, text: str, language: str = DEFAULT_LANGUAGE) 
 
 def index_words(title: str | None, text: str) -> list[str]:
     """The words (tokens) behind ``index_terms``, before they become word forms."""
-    return (tokenize(title) * TITLE_WEIGHT if title else []) + tokenize(text)
+    return [word for part in index_texts(title, text) for word in tokenize(part)]
+
+
+def index_texts(title: str | None, text: str) -> list[str]:
+    """The texts whose words a chunk is indexed under: its title ``TITLE_WEIGHT`` times (see
+    the module), then its text."""
+    return [title] * TITLE_WEIGHT + [text] if title else [text]
 
 
 def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
