@@ -68,6 +68,8 @@ def test_a_word_has_one_number_across_texts_and_paths() -> None:
 
 
 def test_the_c_numbering_says_what_it_takes() -> None:
+    with pytest.raises(TypeError, match="no arguments"):
+        CompiledWordNumbers(["a"])
     numbers = CompiledWordNumbers()
     with pytest.raises(ValueError, match="ASCII"):
         numbers.add_ascii("café")

@@ -275,14 +275,19 @@ static PyObject *words(WordNumbers *self, void *Py_UNUSED(closure)) {
     return Py_NewRef(self->words);
 }
 
-static int init(WordNumbers *self, PyObject *args, PyObject *kwargs) {
-    if (!PyArg_ParseTuple(args, ":WordNumbers")) return -1;
-    if (kwargs && PyDict_Size(kwargs)) {
+static PyObject *new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if (PyTuple_GET_SIZE(args) || (kwargs && PyDict_GET_SIZE(kwargs))) {
         PyErr_SetString(PyExc_TypeError, "WordNumbers takes no arguments");
-        return -1;
+        return NULL;
     }
-    Py_XSETREF(self->words, PyList_New(0));
-    return self->words ? rehash(self) : -1;
+    WordNumbers *self = (WordNumbers *)type->tp_alloc(type, 0); /* zeroed */
+    if (self == NULL) return NULL;
+    self->words = PyList_New(0);
+    if (self->words == NULL || rehash(self) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
 }
 
 static void dealloc(WordNumbers *self) {
@@ -314,8 +319,7 @@ static PyTypeObject WordNumbersType = {
     .tp_basicsize = sizeof(WordNumbers),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The tokens of a batch of texts as numbers, and the distinct tokens.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)init,
+    .tp_new = new,
     .tp_dealloc = (destructor)dealloc,
     .tp_methods = methods,
     .tp_getset = getset,
