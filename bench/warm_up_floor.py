@@ -36,6 +36,7 @@ from duckdb_vectors.index.db import SCAN_MEMORY_LIMIT, numpy_batches
 started = time.perf_counter()
 connection = duckdb.connect(sys.argv[1], read_only=True)
 connection.execute(f"SET memory_limit = '{SCAN_MEMORY_LIMIT}B'")
+connection.execute("SET enable_progress_bar = false")  # as the library's connections do
 rows = connection.execute("SELECT count(*) FROM chunks").fetchall()[0][0]
 width = connection.execute("SELECT array_length(embedding) FROM chunks LIMIT 1").fetchall()[0][0]
 matrix = np.empty((rows, width), dtype=np.float32)
