@@ -75,3 +75,6 @@ def test_the_c_numbering_says_what_it_takes() -> None:
         numbers.add_ascii("café")
     with pytest.raises(TypeError, match="strings"):
         numbers.add_words(["a", 1])
+    for broken in ("zq3b1", "zqzq", "zq41zq", "zq110000zq", "zqgzq"):  # not ascii_form's escapes
+        with pytest.raises(ValueError, match="not escaped text"):
+            numbers.add_ascii(f"a {broken} b", True)

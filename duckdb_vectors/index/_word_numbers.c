@@ -147,31 +147,38 @@ static Py_ssize_t token_end(const char *text, Py_ssize_t i, Py_ssize_t length, i
     return i;
 }
 
-/* Write the UTF-8 of ``token`` with its escapes (zq, a code point in hex, zq: see
- * tokenizer.py's _ascii_escaped) read back into ``out``; its length. An escaped text has no
- * other "zq", and an escape, all word characters, is never split between tokens. */
+static int hex_digit(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+/* Write the UTF-8 of ``token`` with its escapes (zq, a non-ASCII code point in hex, zq: see
+ * tokenizer.py's _ascii_escaped) read back into ``out``; its length, or -1 for an escape that
+ * is not one. An escaped text has no other "zq", and an escape, all word characters, is never
+ * split between tokens. */
 static Py_ssize_t unescape(const char *token, Py_ssize_t length, char *out) {
     Py_ssize_t written = 0;
     for (Py_ssize_t i = 0; i < length;) {
-        if (i + 1 < length && token[i] == 'z' && token[i + 1] == 'q') {
-            Py_UCS4 code = 0;
-            for (i += 2; token[i] != 'z'; i++)
-                code = code * 16 + (Py_UCS4)(token[i] <= '9' ? token[i] - '0' : token[i] - 'a' + 10);
-            i += 2;
-            if (code < 0x800) {
-                out[written++] = (char)(0xC0 | (code >> 6));
-            } else if (code < 0x10000) {
-                out[written++] = (char)(0xE0 | (code >> 12));
-                out[written++] = (char)(0x80 | ((code >> 6) & 0x3F));
-            } else {
-                out[written++] = (char)(0xF0 | (code >> 18));
-                out[written++] = (char)(0x80 | ((code >> 12) & 0x3F));
-                out[written++] = (char)(0x80 | ((code >> 6) & 0x3F));
-            }
-            out[written++] = (char)(0x80 | (code & 0x3F));
-        } else {
+        if (!(i + 1 < length && token[i] == 'z' && token[i + 1] == 'q')) {
             out[written++] = token[i++];
+            continue;
         }
+        Py_UCS4 code = 0;
+        Py_ssize_t digits = i += 2;
+        for (int digit; i < length && (digit = hex_digit(token[i])) >= 0 && code <= 0x10FFFF; i++)
+            code = code * 16 + (Py_UCS4)digit;
+        if (i == digits || i + 1 >= length || token[i] != 'z' || token[i + 1] != 'q' ||
+            code < 0x80 || code > 0x10FFFF)
+            return -1;
+        i += 2;
+        if (code < 0x800) {
+            out[written++] = (char)(0xC0 | (code >> 6));
+        } else if (code < 0x10000) {
+            out[written++] = (char)(0xE0 | (code >> 12));
+            out[written++] = (char)(0x80 | ((code >> 6) & 0x3F));
+        } else {
+            out[written++] = (char)(0xF0 | (code >> 18));
+            out[written++] = (char)(0x80 | ((code >> 12) & 0x3F));
+            out[written++] = (char)(0x80 | ((code >> 6) & 0x3F));
+        }
+        out[written++] = (char)(0x80 | (code & 0x3F));
     }
     return written;
 }
@@ -182,7 +189,12 @@ static int add_token(WordNumbers *self, const char *token, Py_ssize_t length, in
         return add(self, token, length, NULL);
     /* An escape of 5+ characters stands for at most 4 bytes of UTF-8. */
     char *out = self->lowered + self->lowered_capacity - length;
-    PyObject *word = PyUnicode_DecodeUTF8(out, unescape(token, length, out), "strict");
+    Py_ssize_t written = unescape(token, length, out);
+    if (written < 0) {
+        PyErr_Format(PyExc_ValueError, "add_ascii: %.*s is not escaped text", (int)length, token);
+        return -1;
+    }
+    PyObject *word = PyUnicode_DecodeUTF8(out, written, "strict");
     if (word == NULL) return -1;
     Py_ssize_t size;
     const char *bytes = PyUnicode_AsUTF8AndSize(word, &size);
