@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sysconfig
+from pathlib import Path
 
 import hypothesis.strategies as st
 import numpy as np
@@ -31,8 +32,9 @@ def test_this_install_built_the_c_numbering() -> None:
     """Where a C compiler is at hand, `make install` builds it: a broken build would otherwise
     only show as slower writes."""
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    if shutil.which(compiler) is None:
-        pytest.skip(f"no C compiler ({compiler}): words are numbered in Python, tested below")
+    headers = Path(sysconfig.get_paths()["include"], "Python.h")
+    if shutil.which(compiler) is None or not headers.is_file():
+        pytest.skip(f"no C compiler ({compiler}) or no {headers}: words are numbered in Python")
     assert CompiledWordNumbers is not None, "duckdb_vectors.index._word_numbers was not built"
 
 
