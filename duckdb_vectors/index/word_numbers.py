@@ -3,9 +3,10 @@
 A bulk write numbers every word of every chunk (about 220 a SciFact abstract). Text that
 ``tokenizer`` splits on its ASCII path (ASCII text, and most other text once
 ``tokenizer.ascii_form`` has written it in ASCII) is split and numbered in C by
-``_word_numbers.c``, which makes a Python string only for each distinct word: 2.4x faster than
-``tokenize()`` and a dict lookup per word (bench/RESULTS.md). Where that extension could not be
-built (no C compiler at install), ``PythonWordNumbers`` numbers the same words.
+``_word_numbers.c``, which makes a Python string only for each distinct word: 2.9x faster than
+``tokenize()`` and a dict lookup per word (bench/word_numbering.py, bench/RESULTS.md). Where that
+extension could not be built (no C compiler at install), ``PythonWordNumbers`` numbers the same
+words.
 tests/test_word_numbers.py holds both equal to ``tokenize()``.
 """
 
