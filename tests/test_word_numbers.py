@@ -3,7 +3,10 @@ same order, as ``tokenize()``, which queries are split with, over every script."
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -28,13 +31,20 @@ TEXTS = st.lists(
 ).map("".join)
 
 
+COMPILER = (sysconfig.get_config_var("CC") or "cc").split()[0]
+PYTHON_HEADERS = Path(sysconfig.get_paths()["include"])
+C_SOURCE = Path(__file__).parents[1] / "duckdb_vectors" / "index" / "_word_numbers.c"
+
+
+def skip_without_a_compiler() -> None:
+    if shutil.which(COMPILER) is None or not (PYTHON_HEADERS / "Python.h").is_file():
+        pytest.skip(f"no C compiler ({COMPILER}) or no Python.h: words are numbered in Python")
+
+
 def test_this_install_built_the_c_numbering() -> None:
     """Where a C compiler is at hand, `make install` builds it: a broken build would otherwise
     only show as slower writes."""
-    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    headers = Path(sysconfig.get_paths()["include"], "Python.h")
-    if shutil.which(compiler) is None or not headers.is_file():
-        pytest.skip(f"no C compiler ({compiler}) or no {headers}: words are numbered in Python")
+    skip_without_a_compiler()
     assert CompiledWordNumbers is not None, "duckdb_vectors.index._word_numbers was not built"
 
 
@@ -54,6 +64,11 @@ def tokens_of(chunks: list[list[str]], numbering: type) -> list[list[str]]:
 @example(chunks=[["TNF-\u03b1 and IL-1\u03b2, \u03bcM caf\u00e9's", "\u03b1zq"]])
 @example(chunks=[[f"x{c} {c}-{c}" for c in UTF8_EDGES]])
 @example(chunks=[["Stra\u00dfe \u4e2d\u6587 \ud55c\uad6d\uc5b4\ub97c \u0e01\u0e32\u0e23"], []])
+# Texts and a token longer than the C's first buffers (1,024 bytes), so that they grow; and a
+# text whose escaped form is exactly 1,024 characters, starting with a long escaped token (read
+# back past the text's end, where the C keeps room: a buffer without it would overwrite the rest).
+@example(chunks=[["caf\u00e9-\u03b1 v2.0 " * 700, "x" * 3000 + " \u03b1" * 1500]])
+@example(chunks=[["\u00e9" * 100 + " " + "a" * 423]])
 def test_numbered_words_are_the_tokens_queries_are_split_into(numbering, chunks) -> None:
     assert tokens_of(chunks, numbering) == [
         [token for text in texts for token in tokenize(text)] for texts in chunks
@@ -80,3 +95,54 @@ def test_the_c_numbering_says_what_it_takes() -> None:
     for broken in ("zq3b1", "zqzq", "zq41zq", "zq110000zq", "zqgzq"):  # not ascii_form's escapes
         with pytest.raises(ValueError, match="not escaped text"):
             numbers.add_ascii(f"a {broken} b", True)
+
+
+# Runs this file's tests of the C numbering on a build of it loaded in its place.
+SANITIZED_RUN = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("duckdb_vectors.index._word_numbers", sys.argv[1])
+sanitized = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sanitized)
+sys.modules[spec.name] = sanitized
+sys.path.insert(0, sys.argv[2])
+import test_word_numbers as tests
+assert tests.CompiledWordNumbers is sanitized.WordNumbers
+tests.test_numbered_words_are_the_tokens_queries_are_split_into(numbering=sanitized.WordNumbers)
+tests.test_a_word_has_one_number_across_texts_and_paths()
+tests.test_the_c_numbering_says_what_it_takes()
+"""
+
+
+@pytest.mark.slow
+def test_the_c_numbering_reads_and_writes_only_its_own_memory(tmp_path: Path) -> None:
+    """The tests above, on a build with AddressSanitizer and UndefinedBehaviorSanitizer: a read
+    past a token or a buffer, a use after free or an overflow stops the run, where the normal
+    build could return wrong numbers or crash only now and then."""
+    skip_without_a_compiler()
+    runtimes = [
+        subprocess.run(
+            [COMPILER, f"-print-file-name={name}"], capture_output=True, text=True
+        ).stdout.strip()
+        for name in ("libasan.so", "libubsan.so")
+    ]
+    if not all(Path(runtime).is_absolute() for runtime in runtimes):
+        pytest.skip(f"{COMPILER} has no sanitizer runtimes (libasan, libubsan)")
+    built = tmp_path / f"_word_numbers{sysconfig.get_config_var('EXT_SUFFIX')}"
+    flags = ["-shared", "-fPIC", "-g", "-O1", "-fno-omit-frame-pointer"]
+    flags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    subprocess.run(
+        [COMPILER, *flags, f"-I{PYTHON_HEADERS}", str(C_SOURCE), "-o", str(built)], check=True
+    )
+    environment = os.environ | {
+        "LD_PRELOAD": ":".join(runtimes),
+        "ASAN_OPTIONS": "detect_leaks=0",  # the interpreter's own allocations, not ours
+        "PYTHONMALLOC": "malloc",  # small buffers too from malloc, which the sanitizer watches
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", SANITIZED_RUN, str(built), str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
