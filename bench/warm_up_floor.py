@@ -4,11 +4,19 @@
     python bench/warm_up_floor.py INDEX.duckdb --repeat 4
     python bench/warm_up_floor.py INDEX.duckdb --floor-first   # the other order
     NUMPY_MADVISE_HUGEPAGE=0 python bench/warm_up_floor.py INDEX.duckdb
+    python bench/warm_up_floor.py INDEX.duckdb --baseline /tmp/main-tree  # and main's warm_up
+    python bench/warm_up_floor.py INDEX.duckdb --prime 3     # 3 GB written before each process
 
-The first touch of freshly mapped memory can cost this machine seconds per gigabyte (numpy
-asks for huge pages, and the kernel compacts memory to give them: docs/performance.md), and a
-process that runs right after a big one has freed its memory is spared most of it: run both
-orders. Set ``DUCKDB_VECTORS_MODEL_PATH`` to a local copy of the index's model.
+The first write to memory this machine has not used for a while costs seconds per gigabyte,
+and numpy's huge pages (it asks for them for every array of 4 MB or more) mostly come from such
+memory; the kernel does not compact memory for them here: the script prints the huge-page
+faults and compaction stalls of its runs (``/proc/vmstat``). A process that runs right after a
+big one has freed its memory is spared most of it: run both orders, or ``--prime``. Set
+``DUCKDB_VECTORS_MODEL_PATH`` to a local copy of the index's model.
+``--baseline`` is another checkout's source tree: its ``warm_up()`` runs in each round too,
+with that tree first on ``PYTHONPATH``. ``--prime GB`` writes that much memory in a process of
+its own before each timed one, so that every timed process starts on memory the machine has
+just used (see RESULTS.md: first writes to memory not used for a while are what cost here).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import os
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 WARM_UP = """
 import sys, time
@@ -48,13 +57,36 @@ print(time.perf_counter() - started)
 """
 
 
-def timed(code: str, index: str) -> float:
+VMSTAT_COUNTERS = ("thp_fault_alloc", "thp_fault_fallback", "compact_stall")
+
+PRIME = """
+import sys
+import numpy as np
+np.ones(int(float(sys.argv[1]) * (1 << 30)) // 8)
+"""
+
+
+def timed(code: str, index: str, source: str | None = None) -> float:
+    environment = os.environ | ({"PYTHONPATH": source} if source else {})
     done = subprocess.run(
-        [sys.executable, "-c", code, index], capture_output=True, text=True, check=False
+        [sys.executable, "-c", code, index],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=environment,
     )
     if done.returncode:
         sys.exit(done.stderr[-2000:])
     return float(done.stdout.split()[-1])
+
+
+def vmstat() -> dict[str, int]:
+    """The kernel's counters of huge-page faults and compaction (empty off Linux)."""
+    path = Path("/proc/vmstat")
+    if not path.exists():
+        return {}
+    counters = dict(line.split() for line in path.read_text().splitlines())
+    return {name: int(counters.get(name, 0)) for name in VMSTAT_COUNTERS}
 
 
 def main() -> None:
@@ -62,21 +94,35 @@ def main() -> None:
     parser.add_argument("index", help="an index file (opened read-only)")
     parser.add_argument("--repeat", type=int, default=3, help="alternating rounds")
     parser.add_argument("--floor-first", action="store_true", help="the floor first each round")
+    parser.add_argument("--baseline", help="another checkout's source tree: its warm_up too")
+    parser.add_argument("--prime", type=float, help="GB to write before each timed process")
     arguments = parser.parse_args()
-    order = [("floor", FLOOR), ("warm_up", WARM_UP)]
+    order = [("floor", FLOOR, None), ("warm_up", WARM_UP, None)]
+    if arguments.baseline:
+        order.insert(1, ("baseline warm_up", WARM_UP, arguments.baseline))
     if not arguments.floor_first:
         order.reverse()
-    seconds: dict[str, list[float]] = {name: [] for name, _ in order}
+    seconds: dict[str, list[float]] = {name: [] for name, _, _ in order}
+    counters_before = vmstat()
     for _ in range(arguments.repeat):
-        for name, code in order:
-            seconds[name].append(timed(code, arguments.index))
+        for name, code, source in order:
+            if arguments.prime:
+                subprocess.run([sys.executable, "-c", PRIME, str(arguments.prime)], check=True)
+            seconds[name].append(timed(code, arguments.index, source))
+    counters = {name: count - counters_before[name] for name, count in vmstat().items()}
     for name, runs in seconds.items():
         print(f"{name}: {', '.join(f'{run:.2f}' for run in runs)} s")
-    warm_up, floor = (statistics.median(seconds[name]) for name in ("warm_up", "floor"))
+    if counters:
+        print("kernel, over all runs: " + ", ".join(f"{n} +{c}" for n, c in counters.items()))
+    floor = statistics.median(seconds["floor"])
+    if arguments.baseline:
+        baseline = statistics.median(seconds["baseline warm_up"])
+        print(f"median baseline warm_up {baseline:.2f} s: {baseline / floor:.2f}x the floor")
+    warm_up = statistics.median(seconds["warm_up"])
     print(
         f"median warm_up {warm_up:.2f} s, floor {floor:.2f} s: {warm_up / floor:.2f}x"
         f" (NUMPY_MADVISE_HUGEPAGE={os.environ.get('NUMPY_MADVISE_HUGEPAGE', 'unset')},"
-        f" load {os.getloadavg()[0]:.1f})"
+        f" prime {arguments.prime or 0} GB, load {os.getloadavg()[0]:.1f})"
     )
 
 
