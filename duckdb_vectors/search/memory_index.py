@@ -261,8 +261,7 @@ class MemoryIndex:
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         if self.rows is None:
             return chunk_table.by_keys(self.connection, keys)
-        chunk = self.rows.chunk
-        return [chunk(row) for row in self.keys.searchsorted(keys).tolist()]
+        return self.rows.chunks(self.keys.searchsorted(keys).tolist())
 
     def documents(self, keys: np.ndarray) -> list[str]:
         if self.rows is None:
