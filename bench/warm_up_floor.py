@@ -7,16 +7,15 @@
     python bench/warm_up_floor.py INDEX.duckdb --baseline /tmp/main-tree  # and main's warm_up
     python bench/warm_up_floor.py INDEX.duckdb --prime 3     # 3 GB written before each process
 
-The first write to memory this machine has not used for a while costs seconds per gigabyte,
-and numpy's huge pages (it asks for them for every array of 4 MB or more) mostly come from such
-memory; the kernel does not compact memory for them here: the script prints the huge-page
-faults and compaction stalls of its runs (``/proc/vmstat``). A process that runs right after a
-big one has freed its memory is spared most of it: run both orders, or ``--prime``. Set
-``DUCKDB_VECTORS_MODEL_PATH`` to a local copy of the index's model.
-``--baseline`` is another checkout's source tree: its ``warm_up()`` runs in each round too,
-with that tree first on ``PYTHONPATH``. ``--prime GB`` writes that much memory in a process of
-its own before each timed one, so that every timed process starts on memory the machine has
-just used (see RESULTS.md: first writes to memory not used for a while are what cost here).
+On this machine the first write to a fresh gigabyte takes from 0.1 s to several seconds,
+varying from one process to the next, and a process that runs right after a big one has freed
+its memory is spared most of it: run both orders, or ``--prime GB`` (that much memory written
+by a process of its own before each timed one). numpy's huge pages (it asks for them for every
+array of 4 MB or more) slow ``warm_up()`` here by 0.5-1.1 s but not the floor; the kernel does
+not compact memory for them (the script prints the huge-page faults and compaction stalls of
+its runs, from ``/proc/vmstat``; RESULTS.md). Set ``DUCKDB_VECTORS_MODEL_PATH`` to a local copy
+of the index's model. ``--baseline`` is another checkout's source tree: its ``warm_up()`` runs
+in each round too, with that tree first on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
