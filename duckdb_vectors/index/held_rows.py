@@ -3,8 +3,8 @@
 A Python object per value cost a reader at 100k chunks of 40 words 60 MB for 37 MB of strings:
 a tuple per row, and about 50 bytes of header on every string. Here the values that repeat from
 chunk to chunk (a document's source and title, empty metadata, one write's time) are held once,
-a row pointing at them by number, and the etags (32 hex digits each) are one string with an
-offset per row. Texts and ids stay strings: decoding them from a buffer when a hit is built
+a row pointing at them by number, and the etags (32 hex digits each) are one ASCII buffer with
+an offset per row. Texts and ids stay strings: decoding them from a buffer when a hit is built
 cost about 1 us a hit (a vector query at 5k chunks takes 0.15-0.25 ms), to save 10 MB at 100k.
 """
 
@@ -29,27 +29,21 @@ _SHARED = ("source", "title", "metadata", "stamped_at")
 
 
 class _Strings:
-    """Strings as one ``str``: row ``i`` is ``text[starts[i]:starts[i+1]]``.
-
-    Written as one UTF-8 buffer made once at its size, and read into the ``str`` once every row
-    is in (``loaded``): a hit's string is then one slice, where a slice of the buffer and its
-    decoding were two allocations (0.3 us a hit after a vector query's matrix product).
-    """
+    """Strings as one UTF-8 buffer: row ``i`` is ``buffer[starts[i]:starts[i+1]]``."""
 
     def __init__(self, size: int) -> None:
-        self._buffer = bytearray(size)
-        self._written = 0
+        self.buffer = bytearray(size)
         self.starts = array("q", [0])
-        self.text = ""
 
     def extend(self, values: list[str]) -> None:
-        encoded = "".join(values).encode()
-        self._buffer[self._written : self._written + len(encoded)] = encoded
-        self._written += len(encoded)
-        self.starts.extend(islice(accumulate(map(len, values), initial=self.starts[-1]), 1, None))
+        pieces = [value.encode() for value in values]
+        start, joined = self.starts[-1], b"".join(pieces)
+        self.buffer[start : start + len(joined)] = joined
+        self.starts.extend(islice(accumulate(map(len, pieces), initial=start), 1, None))
 
-    def loaded(self) -> None:
-        self.text, self._buffer = self._buffer[: self._written].decode(), bytearray()
+    def at(self, row: int) -> str:
+        starts = self.starts
+        return self.buffer[starts[row] : starts[row + 1]].decode()
 
 
 class _Numbered:
@@ -99,32 +93,22 @@ class HeldRows:
         self._positions.extend(columns["position"].tolist())
         self._shared.extend(zip(*(columns[name].tolist() for name in _SHARED), strict=True))
 
-    def chunks(self, rows: Iterable[int]) -> list[Chunk]:
-        """Rows ``rows`` as the ``Chunk``s hits carry (``chunk_table.decode``).
-
-        One loop with the columns at hand, not a method call per row and value: a vector
-        query's ten chunks took 4-5 us less (a query at 5k chunks takes 0.15-0.25 ms).
-        """
-        chunk_ids, texts, decode = self._chunk_ids, self._texts, chunk_table.decode
-        etags, etag_starts = self._etags.text, self._etags.starts
-        positions, position_numbers = self._positions.values, self._positions.numbers
-        shared, shared_numbers = self._shared.values, self._shared.numbers
-        chunks = []
-        for row in rows:
-            source, title, metadata, stamped_at = shared[shared_numbers[row]]
-            # In the order of ``CHUNK_FIELDS``, which ``decode`` reads them in (a test holds it).
-            values = (
-                chunk_ids[row],
-                texts[row],
+    def chunk(self, row: int) -> Chunk:
+        """Row ``row`` as the ``Chunk`` a hit carries (``chunk_table.decode``)."""
+        source, title, metadata, stamped_at = self._shared.at(row)
+        # In the order of ``CHUNK_FIELDS``, which ``decode`` reads them in (a test holds it).
+        return chunk_table.decode(
+            (
+                self._chunk_ids[row],
+                self._texts[row],
                 source,
-                positions[position_numbers[row]],
+                self._positions.at(row),
                 title,
                 metadata,
-                etags[etag_starts[row] : etag_starts[row + 1]],
+                self._etags.at(row),
                 stamped_at,
             )
-            chunks.append(decode(values))
-        return chunks
+        )
 
     def document(self, row: int) -> str:
         """Row ``row``'s document (``chunk_table.document_of``)."""
@@ -135,10 +119,8 @@ class HeldRows:
         return list(self._shared.values)
 
     def loaded(self) -> None:
-        """Every row is in: let go of what numbered the values as they came, and read the etags
-        into their string."""
+        """Every row is in: let go of what numbered the values as they came."""
         self._positions.number_of = self._shared.number_of = {}
-        self._etags.loaded()
 
 
 def read(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> HeldRows:

@@ -261,7 +261,8 @@ class MemoryIndex:
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         if self.rows is None:
             return chunk_table.by_keys(self.connection, keys)
-        return self.rows.chunks(self.keys.searchsorted(keys).tolist())
+        chunk = self.rows.chunk
+        return [chunk(row) for row in self.keys.searchsorted(keys).tolist()]
 
     def documents(self, keys: np.ndarray) -> list[str]:
         if self.rows is None:
