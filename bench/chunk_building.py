@@ -16,11 +16,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from warm_up_floor import timed
 
 WORKER = """
-import statistics, sys, time
+import os, statistics, sys, time
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as bench/query_overhead.py's workers
 import numpy as np
 from duckdb_vectors import VectorStore
 store = VectorStore(sys.argv[1], read_only=True)
@@ -41,22 +45,6 @@ print(statistics.median(spent) / 1000)
 """
 
 
-def timed(index: str, sets: int, source: str | None) -> float:
-    environment = os.environ | {"OPENBLAS_NUM_THREADS": "1"}
-    if source:
-        environment["PYTHONPATH"] = source
-    done = subprocess.run(
-        [sys.executable, "-c", WORKER, index, str(sets)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=environment,
-    )
-    if done.returncode:
-        sys.exit(done.stderr[-2000:])
-    return float(done.stdout.split()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("index", help="an index file (opened read-only)")
@@ -71,7 +59,7 @@ def main() -> None:
         if round_number % 2:  # ABBA: neither tree always runs right after the other
             order.reverse()
         for name, source in order:
-            micros[name].append(timed(arguments.index, arguments.sets, source))
+            micros[name].append(timed(WORKER, arguments.index, str(arguments.sets), source=source))
     for name, runs in micros.items():
         print(
             f"{name}: median {statistics.median(runs):.1f} us for ten chunks"

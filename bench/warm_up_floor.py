@@ -65,10 +65,12 @@ np.ones(int(float(sys.argv[1]) * (1 << 30)) // 8)
 """
 
 
-def timed(code: str, index: str, source: str | None = None) -> float:
+def timed(code: str, *arguments: str, source: str | None = None) -> float:
+    """The number ``code`` prints last, run with ``arguments`` in a fresh process (with the
+    checkout ``source`` first on ``PYTHONPATH``, if given)."""
     environment = os.environ | ({"PYTHONPATH": source} if source else {})
     done = subprocess.run(
-        [sys.executable, "-c", code, index],
+        [sys.executable, "-c", code, *arguments],
         capture_output=True,
         text=True,
         check=False,
@@ -107,7 +109,7 @@ def main() -> None:
         for name, code, source in order:
             if arguments.prime:
                 subprocess.run([sys.executable, "-c", PRIME, str(arguments.prime)], check=True)
-            seconds[name].append(timed(code, arguments.index, source))
+            seconds[name].append(timed(code, arguments.index, source=source))
     counters = {name: count - counters_before[name] for name, count in vmstat().items()}
     for name, runs in seconds.items():
         print(f"{name}: {', '.join(f'{run:.2f}' for run in runs)} s")
