@@ -52,7 +52,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9, help="alternating rounds")
     parser.add_argument("--sets", type=int, default=3000, help="sets of ten rows a process")
     arguments = parser.parse_args()
-    trees = {"this": None} | ({"baseline": arguments.baseline} if arguments.baseline else {})
+    # This checkout first on PYTHONPATH too, not imported through its install: two runs of one
+    # tree, one each way, differed by 1 us.
+    trees = {"this": str(Path(__file__).resolve().parents[1])}
+    if arguments.baseline:
+        trees["baseline"] = arguments.baseline
     micros: dict[str, list[float]] = {name: [] for name in trees}
     for round_number in range(arguments.rounds):
         order = list(trees.items())
