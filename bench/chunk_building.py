@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from warm_up_floor import timed
+from warm_up_floor import checked_paths, timed
 
 WORKER = """
 import os, statistics, sys, time
@@ -52,6 +52,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9, help="alternating rounds")
     parser.add_argument("--sets", type=int, default=3000, help="sets of ten rows a process")
     arguments = parser.parse_args()
+    checked_paths(parser, arguments)
     # This checkout first on PYTHONPATH too, not imported through its install: two runs of one
     # tree, one each way, differed by 1 us.
     trees = {"this": str(Path(__file__).resolve().parents[1])}

@@ -76,9 +76,18 @@ def timed(code: str, *arguments: str, source: str | None = None) -> float:
         check=False,
         env=environment,
     )
-    if done.returncode:
-        sys.exit(done.stderr[-2000:])
+    if done.returncode:  # the timed process's own error, its traceback's last line
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        sys.exit(f"a timed process failed: {lines[-1]}")
     return float(done.stdout.split()[-1])
+
+
+def checked_paths(parser: argparse.ArgumentParser, arguments: argparse.Namespace) -> None:
+    """One line, before any process runs, for an index or a baseline that is not there."""
+    if not Path(arguments.index).is_file():
+        parser.error(f"{arguments.index}: no such index file")
+    if arguments.baseline and not (Path(arguments.baseline) / "duckdb_vectors").is_dir():
+        parser.error(f"--baseline {arguments.baseline}: no duckdb_vectors package in it")
 
 
 def vmstat() -> dict[str, int]:
@@ -98,6 +107,7 @@ def main() -> None:
     parser.add_argument("--baseline", help="another checkout's source tree: its warm_up too")
     parser.add_argument("--prime", type=float, help="GB to write before each timed process")
     arguments = parser.parse_args()
+    checked_paths(parser, arguments)
     order = [("floor", FLOOR, None), ("warm_up", WARM_UP, None)]
     if arguments.baseline:
         order.insert(1, ("baseline warm_up", WARM_UP, arguments.baseline))
