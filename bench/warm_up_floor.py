@@ -5,6 +5,7 @@
     python bench/warm_up_floor.py INDEX.duckdb --floor-first   # the other order
     NUMPY_MADVISE_HUGEPAGE=0 python bench/warm_up_floor.py INDEX.duckdb
     python bench/warm_up_floor.py INDEX.duckdb --baseline /tmp/main-tree  # and main's warm_up
+    python bench/warm_up_floor.py NEW.duckdb --baseline /tmp/main-tree --baseline-index OLD.duckdb
     python bench/warm_up_floor.py INDEX.duckdb --prime 3     # 3 GB written before each process
 
 On this machine the first write to a fresh gigabyte takes from 0.1 s to several seconds,
@@ -15,7 +16,9 @@ array of 4 MB or more) slow ``warm_up()`` here by 0.5-1.1 s but not the floor; t
 not compact memory for them (the script prints the huge-page faults and compaction stalls of
 its runs, from ``/proc/vmstat``; RESULTS.md). Set ``DUCKDB_VECTORS_MODEL_PATH`` to a local copy
 of the index's model. ``--baseline`` is another checkout's source tree: its ``warm_up()`` runs
-in each round too, with that tree first on ``PYTHONPATH``.
+in each round too, with that tree first on ``PYTHONPATH``, on ``--baseline-index`` if given (a
+copy of the index at the schema that tree reads: a newer schema is refused, an older one may be
+read more slowly).
 """
 
 from __future__ import annotations
@@ -84,8 +87,9 @@ def timed(code: str, *arguments: str, source: str | None = None) -> float:
 
 def checked_paths(parser: argparse.ArgumentParser, arguments: argparse.Namespace) -> None:
     """One line, before any process runs, for an index or a baseline that is not there."""
-    if not Path(arguments.index).is_file():
-        parser.error(f"{arguments.index}: no such index file")
+    for index in (arguments.index, arguments.baseline_index):
+        if index and not Path(index).is_file():
+            parser.error(f"{index}: no such index file")
     if arguments.baseline and not (Path(arguments.baseline) / "duckdb_vectors").is_dir():
         parser.error(f"--baseline {arguments.baseline}: no duckdb_vectors package in it")
 
@@ -105,21 +109,24 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="alternating rounds")
     parser.add_argument("--floor-first", action="store_true", help="the floor first each round")
     parser.add_argument("--baseline", help="another checkout's source tree: its warm_up too")
+    parser.add_argument("--baseline-index", help="the index the baseline opens (default: INDEX)")
     parser.add_argument("--prime", type=float, help="GB to write before each timed process")
     arguments = parser.parse_args()
     checked_paths(parser, arguments)
-    order = [("floor", FLOOR, None), ("warm_up", WARM_UP, None)]
+    index = arguments.index
+    order = [("floor", FLOOR, None, index), ("warm_up", WARM_UP, None, index)]
     if arguments.baseline:
-        order.insert(1, ("baseline warm_up", WARM_UP, arguments.baseline))
+        baseline_index = arguments.baseline_index or index
+        order.insert(1, ("baseline warm_up", WARM_UP, arguments.baseline, baseline_index))
     if not arguments.floor_first:
         order.reverse()
-    seconds: dict[str, list[float]] = {name: [] for name, _, _ in order}
+    seconds: dict[str, list[float]] = {name: [] for name, *_ in order}
     counters_before = vmstat()
     for _ in range(arguments.repeat):
-        for name, code, source in order:
+        for name, code, source, opened in order:
             if arguments.prime:
                 subprocess.run([sys.executable, "-c", PRIME, str(arguments.prime)], check=True)
-            seconds[name].append(timed(code, arguments.index, source=source))
+            seconds[name].append(timed(code, opened, source=source))
     counters = {name: count - counters_before[name] for name, count in vmstat().items()}
     for name, runs in seconds.items():
         print(f"{name}: {', '.join(f'{run:.2f}' for run in runs)} s")

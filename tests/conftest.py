@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import duckdb
 import pytest
 from click.testing import CliRunner, Result
 from loguru import logger
@@ -80,6 +81,12 @@ def _skip_what_is_missing(items: list[pytest.Item]) -> None:
             paths = ", ".join(str(missing[name]) for name in sorted(needed))
             reason = f"needs {paths} (set DUCKDB_VECTORS_SHARED; the model can also download)"
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def without_term_digests(connection: duckdb.DuckDBPyConnection) -> None:
+    """What schemas 4-7 stored: ``terms`` without its digests (tests making an older file)."""
+    connection.execute("ALTER TABLE terms DROP COLUMN digest_high")
+    connection.execute("ALTER TABLE terms DROP COLUMN digest_low")
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import anyio
 import duckdb
 import numpy as np
 import pytest
-from conftest import SCRIPT, STATIC_MODEL, run_cli
+from conftest import SCRIPT, STATIC_MODEL, run_cli, without_term_digests
 from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import VectorStore
@@ -94,6 +94,20 @@ def test_the_in_memory_index_loads_and_answers(
     if not read_only:
         path = Path(shutil.copy(path, tmp_path / path.name))
     with VectorStore(path, read_only=read_only, model_path=STATIC_MODEL) as store:
+        store.warm_up()
+        assert store._memory is not None and len(store._memory) == ROWS
+        assert_answers(store)
+
+
+def test_an_index_from_before_term_digests_loads_read_only_and_answers(
+    big_indexes: dict[str, Path], tmp_path: Path
+) -> None:
+    """Its terms' digests are computed as the postings load, beside the vectors' scan."""
+    path = Path(shutil.copy(big_indexes["float32"], tmp_path / "schema-7.duckdb"))
+    with duckdb.connect(str(path)) as connection:
+        without_term_digests(connection)
+        connection.execute("DELETE FROM schema_migrations WHERE version > 7")
+    with VectorStore(path, read_only=True, model_path=STATIC_MODEL) as store:
         store.warm_up()
         assert store._memory is not None and len(store._memory) == ROWS
         assert_answers(store)

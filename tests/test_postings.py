@@ -7,15 +7,19 @@ import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
-from conftest import DEFAULT_BACKEND, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, STATIC_MODEL, without_term_digests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from duckdb_vectors import VectorStore
 from duckdb_vectors.index import postings
 from duckdb_vectors.models import Chunk
 from duckdb_vectors.search.answer import Scope, SqlSearcher
 from duckdb_vectors.search.memory_index import MemoryIndex
+from duckdb_vectors.search.term_slots import TermSlots
 from duckdb_vectors.tokenizer import tokenize
 
 TEXTS = [
@@ -117,3 +121,57 @@ def test_inserted_postings_are_not_held_until_the_commit(
         assert [ref() for ref in alive] == [None, None, None]
         stored = "SELECT term_id, key, tf FROM postings ORDER BY ALL"
         assert store.connection.execute(stored).fetchall() == [(0, 1, 2), (1, 1, 1), (1, 2, 1)]
+
+
+# Words of every script the tokenizer handles, and any other text (a term is never empty, and
+# the tokenizer makes none with a NUL).
+any_term = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1)
+
+
+@given(st.lists(any_term, max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_a_terms_digests_are_those_duckdb_stores(terms: list[str]) -> None:
+    high, low = postings.term_digests(terms)
+    stored = duckdb.sql(
+        "SELECT md5_number_upper($1[i]), md5_number_lower($1[i])"
+        " FROM range(1, len($1) + 1) r(i) ORDER BY i",
+        params=[terms],
+    ).fetchall()
+    assert list(zip(high.tolist(), low.tolist(), strict=True)) == stored
+
+
+def test_terms_are_found_by_their_digests_and_absent_ones_are_not() -> None:
+    vocabulary = ["fox", "red", "E1234", "регистр", "日本", "read_csv_auto"]
+    slots = TermSlots(*postings.term_digests(vocabulary))
+    assert slots.slots([*reversed(vocabulary), "dog", ""]) == [5, 4, 3, 2, 1, 0, None, None]
+    assert TermSlots(*postings.term_digests([])).slots(["fox"]) == [None]
+
+
+def test_terms_whose_digests_share_a_high_half_are_told_apart_by_the_low_half() -> None:
+    (fox_high, red_high), (fox_low, red_low) = postings.term_digests(["fox", "red"])
+    # As if "red" hashed to fox's high half: both sit in one run of equal highs.
+    high = np.array([fox_high, red_high, fox_high], dtype=np.uint64)
+    low = np.array([red_low, red_low, fox_low], dtype=np.uint64)
+    assert TermSlots(high, low).slots(["fox", "red"]) == [2, 1]
+
+
+@pytest.mark.slow
+def test_an_index_from_before_term_digests_is_searched_read_only_and_gains_them_read_write(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "x.duckdb"
+    queries = ("red fox", "blue 7 times", "number 305", "регистр")
+    with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        store.add_texts([*TEXTS[:400], "регистрация и регистр"])
+        found = {query: store.query_text(query, top_k=5) for query in queries}
+    with duckdb.connect(str(path)) as connection:  # what schemas 4-7 stored
+        without_term_digests(connection)
+        connection.execute("DELETE FROM schema_migrations WHERE version > 7")
+    with VectorStore(path, read_only=True, model_path=STATIC_MODEL) as store:
+        store.warm_up()
+        assert {query: store.query_text(query, top_k=5) for query in queries} == found
+    with VectorStore(path, model_path=STATIC_MODEL) as store:  # read-write: migrated
+        assert {query: store.query_text(query, top_k=5) for query in queries} == found
+        terms = store.connection.sql("SELECT term, digest_high, digest_low FROM terms").fetchall()
+    words, high, low = zip(*terms, strict=True)
+    assert [list(high), list(low)] == [part.tolist() for part in postings.term_digests(words)]

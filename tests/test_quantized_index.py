@@ -12,7 +12,14 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, STATIC_MODEL, XQUAD_QUESTIONS, run_cli
+from conftest import (
+    DEFAULT_BACKEND,
+    DUCKDB_DOCS,
+    STATIC_MODEL,
+    XQUAD_QUESTIONS,
+    run_cli,
+    without_term_digests,
+)
 
 from duckdb_vectors import (
     IndexMismatchError,
@@ -247,6 +254,7 @@ def as_written_by_version_4(db_path: Path) -> None:
     with duckdb.connect(str(db_path)) as connection:
         connection.execute("DELETE FROM schema_migrations WHERE version > 4")
         connection.execute("DROP TABLE vector_codes")
+        without_term_digests(connection)
 
 
 @pytest.mark.slow

@@ -384,7 +384,14 @@ def objects_typed_by_first_value(connection: duckdb.DuckDBPyConnection) -> Itera
 
 # Arrow's formats for the column types read whole: fixed-width numbers, and fixed-size lists of
 # them (``FLOAT[d]``).
-_ARROW_DTYPES = {"i": np.int32, "l": np.int64, "f": np.float32, "g": np.float64, "c": np.int8}
+_ARROW_DTYPES = {
+    "i": np.int32,
+    "l": np.int64,
+    "L": np.uint64,
+    "f": np.float32,
+    "g": np.float64,
+    "c": np.int8,
+}
 
 
 def numpy_batches(relation: duckdb.DuckDBPyRelation) -> Iterator[dict[str, np.ndarray]]:

@@ -65,6 +65,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         plain_sql.migrate,
         readable_without=True,
     ),
+    Migration(
+        8,
+        "terms.digest_high, terms.digest_low: each term's MD5, to find terms by",
+        postings.add_term_digests,
+        readable_without=True,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 UPGRADE_COMMAND = "duckdb-vectors upgrade --db"  # brings a file up to this version

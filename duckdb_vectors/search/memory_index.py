@@ -37,6 +37,7 @@ from ..models import Chunk
 from .answer import Scope
 from .quantization import Int8Vectors
 from .ranking import TIE_TOLERANCE, Ranking
+from .term_slots import TermSlots
 
 # Above this many chunks the rows returned with results are read from DuckDB per query (8-10 ms
 # for ten at a million chunks, where the vector scan takes 50-200) instead of being held:
@@ -56,9 +57,9 @@ _HELD_ROW_BYTES = 192
 
 @dataclass
 class _Postings:
-    """BM25 inverted index: for term ``t``, rows ``rows[offsets[t]:offsets[t+1]]``."""
+    """BM25 inverted index: for the term in slot ``t``, rows ``rows[offsets[t]:offsets[t+1]]``."""
 
-    vocabulary: dict[str, int]
+    terms: TermSlots
     offsets: np.ndarray
     rows: np.ndarray
     weights: np.ndarray  # the BM25 term-frequency part, without idf
@@ -193,19 +194,19 @@ class MemoryIndex:
         lengths = np.asarray(core["token_count"], dtype=np.float64)
         # Every statement that needs DuckDB's working memory (sorts, joins, aggregates) runs
         # before a scan holds the buffer pool small: the pool is the database's, not the
-        # cursor's, and a million-term vocabulary read beside the vectors' scan ran out of it.
+        # cursor's, and a million-term vocabulary joined beside the vectors' scan ran out of
+        # it. The postings' load is plain scans (``postings.vocabulary``).
         layout = postings.Layout.of(connection)
-        vocabulary = postings.vocabulary(connection, layout)
         if committed:
             # The cursor closes after the thread is done, whatever the vectors' load raised.
             with connection.cursor() as reader, ThreadPoolExecutor(1) as loading:
                 postings_loaded = loading.submit(
-                    _load_postings, reader, layout, vocabulary, keys, lengths, k1, b
+                    _load_postings, reader, layout, keys, lengths, k1, b
                 )
                 vectors = VECTOR_LOADERS[quantization](connection, keys)
                 inverted = postings_loaded.result()
         else:
-            inverted = _load_postings(connection, layout, vocabulary, keys, lengths, k1, b)
+            inverted = _load_postings(connection, layout, keys, lengths, k1, b)
             _release_cached_blocks(connection)
             vectors = VECTOR_LOADERS[quantization](connection, keys)
         _release_cached_blocks(connection)
@@ -228,12 +229,12 @@ class MemoryIndex:
 
     def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking:
         postings = self.postings
-        term_ids = [
-            postings.vocabulary[t] for t in dict.fromkeys(terms) if t in postings.vocabulary
+        slots = [
+            slot for slot in postings.terms.slots(list(dict.fromkeys(terms))) if slot is not None
         ]
-        if not term_ids:
+        if not slots:
             return Ranking.empty()
-        ids = np.asarray(term_ids)
+        ids = np.asarray(slots)
         starts, ends = postings.offsets[ids].tolist(), postings.offsets[ids + 1].tolist()
         spans = [slice(start, end) for start, end in zip(starts, ends, strict=True)]
         rows = np.concatenate([postings.rows[span] for span in spans])
@@ -250,11 +251,10 @@ class MemoryIndex:
     def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
         postings = self.postings
         rows: np.ndarray | None = self._candidate_rows(scope)
-        for term in dict.fromkeys(terms):
-            term_id = postings.vocabulary.get(term)
-            if term_id is None:
+        for slot in postings.terms.slots(list(dict.fromkeys(terms))):
+            if slot is None:
                 return np.zeros(0, dtype=np.int64)
-            span = postings.rows[postings.offsets[term_id] : postings.offsets[term_id + 1]]
+            span = postings.rows[postings.offsets[slot] : postings.offsets[slot + 1]]
             rows = np.unique(span) if rows is None else np.intersect1d(rows, span)
         return self.keys[rows] if rows is not None else self.keys
 
@@ -407,7 +407,6 @@ def _release_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
 def _load_postings(
     connection: duckdb.DuckDBPyConnection,
     layout: postings.Layout,
-    vocabulary: postings.Vocabulary,
     keys: np.ndarray,
     lengths: np.ndarray,
     k1: float,
@@ -420,6 +419,7 @@ def _load_postings(
     nothing the size of the table is sorted or held twice; DuckDB sorting 40 million postings
     took longer than this whole load.
     """
+    vocabulary = postings.vocabulary(connection, layout)
     offsets = np.concatenate([[0], np.cumsum(vocabulary.document_frequency, dtype=np.int64)])
     slot_of_id = np.zeros(int(vocabulary.term_ids.max(initial=-1)) + 1, dtype=np.int64)
     slot_of_id[vocabulary.term_ids] = np.arange(len(vocabulary.term_ids))
@@ -439,8 +439,8 @@ def _load_postings(
         rows[place] = batch_rows
         weights[place] = bm25_weight(tf, lengths32[batch_rows], average_length, k1, b)
     idf = _bm25_idf(connection, vocabulary.document_frequency, len(keys))
-    term_slots = {term: slot for slot, term in enumerate(vocabulary.terms)}
-    return _Postings(term_slots, offsets, rows, weights, idf)
+    terms = TermSlots(vocabulary.digest_high, vocabulary.digest_low)
+    return _Postings(terms, offsets, rows, weights, idf)
 
 
 def _claim_positions(
