@@ -42,6 +42,7 @@ from .errors import (
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
 from .index import slices
+from .index.schema import SCHEMA_VERSION
 from .rendering import (
     MIN_MAX_TOKENS,
     SearchOutput,
@@ -426,7 +427,8 @@ def upgrade(db_path: Path | None, quantize: Quantization | None, language: str |
     if manifest is None:
         raise DuckDBVectorsError(f"{store.db_path} holds no index to upgrade")
     click.echo(
-        f"{store.db_path}: schema {manifest.schema_version}, tokenizer {manifest.tokenizer}"
+        # The schema the file is at now; the manifest's is the one its last write was made at.
+        f"{store.db_path}: schema {SCHEMA_VERSION}, tokenizer {manifest.tokenizer}"
         f" ({manifest.language}), quantization {manifest.quantization or 'none'}"
     )
 

@@ -151,6 +151,9 @@ def as_written_before_schema_7(path: Path) -> None:
         connection.execute("DROP TABLE word_forms")
         without_term_digests(connection)
         connection.execute("DELETE FROM schema_migrations WHERE version > 6")
+        connection.execute(  # as its last write recorded it
+            "UPDATE manifest SET document = json_merge_patch(document, '{\"schema_version\": 6}')"
+        )
 
 
 def test_an_index_from_before_the_macro_gains_it_when_upgraded(
@@ -163,6 +166,7 @@ def test_an_index_from_before_the_macro_gains_it_when_upgraded(
     assert sdk_ids(path, "registering", 2)  # readable read-only as it is
     upgraded = run_cli("upgrade", "--db", str(path))
     assert upgraded.exit_code == 0, upgraded.output
+    assert f": schema {SCHEMA_VERSION}, tokenizer" in upgraded.stdout  # the file's, now
     with duckdb.connect(str(path), read_only=True) as connection:
         forms = dict(connection.execute("FROM word_forms").fetchall())
         assert connection.execute("SELECT max(version) FROM schema_migrations").fetchall() == [

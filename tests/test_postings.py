@@ -130,29 +130,34 @@ any_term = st.text(st.characters(exclude_categories=("Cs",), exclude_characters=
 
 @given(st.lists(any_term, max_size=12))
 @settings(max_examples=200, deadline=None)
-def test_a_terms_digests_are_those_duckdb_stores(terms: list[str]) -> None:
-    high, low = postings.term_digests(terms)
+def test_a_terms_digest_is_the_one_duckdb_stores(terms: list[str]) -> None:
     stored = duckdb.sql(
         "SELECT md5_number_upper($1[i]), md5_number_lower($1[i])"
         " FROM range(1, len($1) + 1) r(i) ORDER BY i",
         params=[terms],
     ).fetchall()
-    assert list(zip(high.tolist(), low.tolist(), strict=True)) == stored
+    assert [postings.term_digest(term) for term in terms] == stored
+
+
+def term_slots(digests: list[tuple[int, int]]) -> TermSlots:
+    high, low = np.array(digests, dtype=np.uint64).reshape(-1, 2).T
+    return TermSlots(high, low)
 
 
 def test_terms_are_found_by_their_digests_and_absent_ones_are_not() -> None:
     vocabulary = ["fox", "red", "E1234", "регистр", "日本", "read_csv_auto"]
-    slots = TermSlots(*postings.term_digests(vocabulary))
-    assert slots.slots([*reversed(vocabulary), "dog", ""]) == [5, 4, 3, 2, 1, 0, None, None]
-    assert TermSlots(*postings.term_digests([])).slots(["fox"]) == [None]
+    slots = term_slots([postings.term_digest(term) for term in vocabulary])
+    asked = [*reversed(vocabulary), "dog", "", "fox"]
+    assert slots.slots(asked) == [5, 4, 3, 2, 1, 0, None, None, 0]
+    assert slots.slots(asked) == [5, 4, 3, 2, 1, 0, None, None, 0]  # held, the same
+    assert term_slots([]).slots(["fox"]) == [None]
 
 
 def test_terms_whose_digests_share_a_high_half_are_told_apart_by_the_low_half() -> None:
-    (fox_high, red_high), (fox_low, red_low) = postings.term_digests(["fox", "red"])
-    # As if "red" hashed to fox's high half: both sit in one run of equal highs.
-    high = np.array([fox_high, red_high, fox_high], dtype=np.uint64)
-    low = np.array([red_low, red_low, fox_low], dtype=np.uint64)
-    assert TermSlots(high, low).slots(["fox", "red"]) == [2, 1]
+    fox_high, fox_low = postings.term_digest("fox")
+    # Slot 0 as if another term hashed to fox's high half: the two sit in one run, it first.
+    slots = term_slots([(fox_high, fox_low ^ 1), (fox_high + 1, fox_low), (fox_high, fox_low)])
+    assert slots.slots(["fox", "red"]) == [2, None]
 
 
 @pytest.mark.slow
@@ -174,4 +179,4 @@ def test_an_index_from_before_term_digests_is_searched_read_only_and_gains_them_
         assert {query: store.query_text(query, top_k=5) for query in queries} == found
         terms = store.connection.sql("SELECT term, digest_high, digest_low FROM terms").fetchall()
     words, high, low = zip(*terms, strict=True)
-    assert [list(high), list(low)] == [part.tolist() for part in postings.term_digests(words)]
+    assert list(zip(high, low, strict=True)) == [postings.term_digest(word) for word in words]

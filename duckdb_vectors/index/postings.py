@@ -7,7 +7,7 @@ term: DuckDB sorts 40 million of them by an integer in about a second, where sor
 string (schema 3's ``postings(term, key, tf)``) and joining for the ids took four.
 
 Since schema 8, ``terms`` also holds each term's MD5 in two halves (``digest_high``,
-``digest_low``; ``term_digests`` computes the same in Python), so the in-memory index finds a
+``digest_low``; ``term_digest`` computes the same in Python), so the in-memory index finds a
 query's terms without holding the terms' strings (``search.term_slots``).
 
 A file of an older schema opened read-only keeps its layout; ``Layout.of`` reads it through the
@@ -17,7 +17,7 @@ same relations, so every query here is written once.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import duckdb
@@ -26,18 +26,15 @@ import numpy as np
 from .db import column_type, first_row, has_table, numpy_batches, registered_arrow
 
 # A term's MD5 as two unsigned 64-bit halves: DuckDB's ``md5_number_upper`` reads the digest's
-# first 8 bytes little-endian, ``md5_number_lower`` its last 8 (``term_digests``).
+# first 8 bytes little-endian, ``md5_number_lower`` its last 8 (``term_digest``).
 _DIGEST_HIGH, _DIGEST_LOW = "md5_number_upper(term)", "md5_number_lower(term)"
 _DIGESTS = f"{_DIGEST_HIGH} AS digest_high, {_DIGEST_LOW} AS digest_low"
 
 
-def term_digests(terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The halves of each term's MD5 (uint64), as the ``terms`` table holds them."""
-    digests = b"".join(
-        hashlib.md5(term.encode("utf-8", "surrogatepass")).digest() for term in terms
-    )
-    halves = np.frombuffer(digests, dtype="<u8").reshape(-1, 2)
-    return halves[:, 0], halves[:, 1]
+def term_digest(term: str) -> tuple[int, int]:
+    """The halves of ``term``'s MD5, as the ``terms`` table holds them."""
+    digest = hashlib.md5(term.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
 
 
 @dataclass(frozen=True)
@@ -319,7 +316,7 @@ def compact_if_unordered(connection: duckdb.DuckDBPyConnection) -> None:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """The terms that have postings, by id: their digests (``term_digests``), ids and
+    """The terms that have postings, by id: their digests (``term_digest``), ids and
     document frequencies. The strings themselves are not read: a million of them, and a dict
     over them, took 0.56 s of a big index's load and about 125 MB."""
 
