@@ -318,7 +318,7 @@ def compact_if_unordered(connection: duckdb.DuckDBPyConnection) -> None:
 class Vocabulary:
     """The terms that have postings, by id: their digests (``term_digest``), ids and
     document frequencies. The strings themselves are not read: a million of them, and a dict
-    over them, took 0.56 s of a big index's load and about 125 MB."""
+    over them, took 0.56 s of a big index's load and 113 MiB."""
 
     digest_high: np.ndarray
     digest_low: np.ndarray
