@@ -8,17 +8,17 @@
     python bench/warm_up_floor.py NEW.duckdb --baseline /tmp/main-tree --baseline-index OLD.duckdb
     python bench/warm_up_floor.py INDEX.duckdb --prime 3     # 3 GB written before each process
 
-On this machine the first write to a fresh gigabyte takes from 0.1 s to several seconds,
-varying from one process to the next, and a process that runs right after a big one has freed
-its memory is spared most of it: run both orders, or ``--prime GB`` (that much memory written
-by a process of its own before each timed one). numpy's huge pages (it asks for them for every
-array of 4 MB or more) slow ``warm_up()`` here by 0.5-1.1 s but not the floor; the kernel does
-not compact memory for them (the script prints the huge-page faults and compaction stalls of
-its runs, from ``/proc/vmstat``; RESULTS.md). Set ``DUCKDB_VECTORS_MODEL_PATH`` to a local copy
-of the index's model. ``--baseline`` is another checkout's source tree: its ``warm_up()`` runs
-in each round too, with that tree first on ``PYTHONPATH``, on ``--baseline-index`` if given (a
-copy of the index at the schema that tree reads: a newer schema is refused, an older one may be
-read more slowly).
+On this machine the first write to a fresh gigabyte takes from 0.1 s to several seconds, varying
+from one process to the next, and a process that runs right after a big one has freed its memory
+is spared most of it: run both orders, or ``--prime GB`` (that much memory written by a process
+of its own before each timed one; 9 rounds or more). numpy's huge pages (it asks for them for
+every array of 4 MB or more) slow both here, the kernel taking longer to hand out fresh memory;
+it does not compact memory for them (the script prints the huge-page faults and compaction
+stalls of its runs, from ``/proc/vmstat``; RESULTS.md). Set ``DUCKDB_VECTORS_MODEL_PATH`` to a
+local copy of the index's model. ``--baseline`` is another checkout's source tree: its
+``warm_up()`` runs in each round too, with that tree first on ``PYTHONPATH``, on
+``--baseline-index`` if given (a copy of the index at the schema that tree reads: a newer schema
+is refused, an older one may be read more slowly).
 """
 
 from __future__ import annotations
