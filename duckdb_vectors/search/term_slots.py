@@ -25,9 +25,10 @@ HELD_LOOKUPS = 16_384
 class TermSlots:
     """Each term's slot (its row in the ``Vocabulary``, in term id order), found by its MD5.
 
-    The digests are held sorted by their high half; terms whose high halves are equal (one pair
-    in ten million at a million terms) sit side by side and are told apart by the low half. Two
-    different terms with both halves equal are taken to be one, as content hashes are.
+    The digests are held sorted by their high half; terms whose high halves are equal (odds of
+    1 in 37 million that a million terms have such a pair) sit side by side and are told apart
+    by the low half. Two different terms with both halves equal are taken to be one, as content
+    hashes are.
     """
 
     def __init__(self, digest_high: np.ndarray, digest_low: np.ndarray) -> None:
