@@ -820,6 +820,8 @@ def test_tokens_are_never_empty_and_never_hold_a_space(text) -> None:
     k=st.integers(1, 120),
     sorted_input=st.booleans(),
 )
+# The sample's k-th best is the cut itself, and a near-tie below it (position 1) is not sampled.
+@example(scores=[(1, 3), (1, 0), *[(0, 0)] * 6, (1, 3), *[(0, 0)] * 55], k=2, sorted_input=False)
 def test_the_sampled_top_k_is_the_true_one_with_its_ties(scores, k, sorted_input) -> None:
     """Scores on a coarse grid, some a hair apart (within TIE_TOLERANCE), make ties and
     near-ties common; sorted input puts the sample at its worst."""
