@@ -32,7 +32,9 @@ class TermSlots:
     """
 
     def __init__(self, digest_high: np.ndarray, digest_low: np.ndarray) -> None:
-        order = np.argsort(digest_high, kind="stable")
+        # Not a stable sort: a run of equal high halves is searched whole, in any order, and
+        # numpy's default sort of 64-bit integers is 3x faster (0.057 s against 0.17 at 1M).
+        order = np.argsort(digest_high)
         # Read through memoryviews, whose items are Python ints and which ``bisect`` searches in
         # C: a term not held costs 2 µs, against 4.5 through numpy's searchsorted and scalars.
         high, low = memoryview(digest_high[order]), memoryview(digest_low[order])
