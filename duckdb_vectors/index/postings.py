@@ -235,9 +235,10 @@ def _counted(term_ids: np.ndarray, keys: np.ndarray) -> dict[str, np.ndarray]:
         return {"term_id": empty, "key": np.empty(0, dtype=np.int64), "tf": empty}
     first_key = int(keys.min())
     pairs = _pairs(term_ids, keys - first_key)
-    # numpy's stable sort took 0.09 s against its default quicksort's 0.125 on a batch of
-    # SciFact's pairs (2.2M); integers sort to the same array either way.
-    pairs.sort(kind="stable")
+    # Integers sort to the same array with any sort, so the fastest: numpy's default, which on
+    # a CPU with AVX-512 sorts a batch of SciFact's pairs (2.2M) in 0.031 s against 0.21 for
+    # its stable sort (0.125 against 0.09 on a CPU without, where the write took 12.5 s).
+    pairs.sort()
     starts = np.flatnonzero(np.diff(pairs, prepend=-1))
     distinct = pairs[starts]
     return {
