@@ -250,10 +250,16 @@ Examples:
 @click.option(
     "--include",
     multiple=True,
-    metavar="GLOB",
-    help="Only files matching (repeatable); overrides the ignore files and the asset rules.",
+    metavar="PATTERN",
+    help="Only files matching this gitignore pattern (repeatable; 'api/**/*.md'); overrides"
+    " the ignore files and the asset rules.",
 )
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Leave matching files out.")
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="PATTERN",
+    help="Leave files matching this gitignore pattern out (repeatable; 'drafts/').",
+)
 @click.option("--include-hidden", is_flag=True, help="Also read dot-files and dot-folders.")
 @click.option(
     "--max-file-size",

@@ -2,16 +2,17 @@
 and the build output and static assets that a documentation tree carries but nobody asks about.
 
 A file is indexed when it matches an ``include`` pattern (if any are given) and no ``exclude``
-pattern. Without ``include`` patterns, a file is also left out when an ignore file of the
-folder's root (``.gitignore`` or ``.duckdb-vectors-ignore``, gitignore syntax, read by
-``pathspec``) ignores it, or when it is an asset or lies in a build-output folder
-(``ASSET_SUFFIXES``, ``ASSET_NAMES``, ``OUTPUT_FOLDERS``). ``include`` overrides those
-defaults: asking for ``_static/*.js`` gets them.
+pattern. All patterns are gitignore patterns (read by ``pathspec``): ``*.md`` at any depth,
+``drafts/`` a folder and all below it, ``api/**/*.md`` at any depth under ``api``, ``!keep.md``
+an exception to the patterns before it. Without ``include`` patterns, a file is also left out
+when an ignore file of the folder's root (``.gitignore`` or ``.duckdb-vectors-ignore``) ignores
+it, or when it is an asset or lies in a build-output folder (``ASSET_SUFFIXES``,
+``ASSET_NAMES``, ``OUTPUT_FOLDERS``). ``include`` overrides those defaults: asking for
+``_static/*.js`` gets them.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -39,6 +40,12 @@ class FileSelection:
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
     ignored: GitIgnoreSpec = field(default_factory=lambda: GitIgnoreSpec.from_lines([]))
+    _included: GitIgnoreSpec = field(init=False, repr=False)
+    _excluded: GitIgnoreSpec = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._included = GitIgnoreSpec.from_lines(self.include)
+        self._excluded = GitIgnoreSpec.from_lines(self.exclude)
 
     @classmethod
     def for_folder(
@@ -60,16 +67,11 @@ class FileSelection:
         return name not in OUTPUT_FOLDERS and not self.ignored.match_file(relative_folder + "/")
 
     def selects(self, relative: str) -> bool:
-        if _matches(relative, self.exclude):
+        if self._excluded.match_file(relative):
             return False
         if self.include:
-            return _matches(relative, self.include)
+            return self._included.match_file(relative)
         path = PurePosixPath(relative)
         if path.suffix.lower() in ASSET_SUFFIXES or path.name.lower() in ASSET_NAMES:
             return False
         return not self.ignored.match_file(relative)
-
-
-def _matches(relative: str, patterns: Sequence[str]) -> bool:
-    name = relative.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)

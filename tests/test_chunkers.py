@@ -3,7 +3,9 @@ text by paragraphs, dispatched by MIME type."""
 
 from __future__ import annotations
 
+import io
 import re
+import zipfile
 from pathlib import Path
 
 import docutils.core
@@ -19,6 +21,7 @@ from duckdb_vectors.chunkers import (
     SkipFile,
     TextChunker,
     default_chunker,
+    make_chunks,
     register_chunker,
     split_text,
 )
@@ -161,6 +164,31 @@ def test_pdfs_that_cannot_be_indexed_say_why(name: str, reason: str) -> None:
 )
 def test_mime_type_from_extension_corrected_by_content(source, head, expected) -> None:
     assert default_chunker().mime_type(source, head) == expected
+
+
+def test_a_binary_chunker_registered_for_a_zip_format_gets_its_files() -> None:
+    """A .docx is a zip: the extension registered to a binary chunker decides, not the magic."""
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        archive.writestr("word/document.xml", "<w:t>retries are configured per client</w:t>")
+
+    class DocxChunker:
+        def chunk_bytes(self, data: bytes, source: str) -> list[Chunk]:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                xml = archive.read("word/document.xml").decode()
+            return make_chunks([(re.sub(r"<[^>]+>", "", xml), None, {})], source)
+
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    chunker = default_chunker()
+    chunker.register(DocxChunker(), [docx], [".docx"])
+    assert chunker.mime_type("a.docx", data.getvalue()) == docx
+    assert chunker.chunk_bytes(data.getvalue(), "a.docx")[0].text == (
+        "retries are configured per client"
+    )
+    # A zip under a text extension, or no registered one, is still skipped as binary.
+    for name in ("a.md", "a.zip"):
+        with pytest.raises(SkipFile, match="binary"):
+            chunker.chunk_bytes(data.getvalue(), name)
 
 
 def test_composite_dispatches_and_skips_binary() -> None:

@@ -247,6 +247,25 @@ def test_include_exclude_and_hidden(docs: Path, db_path: Path) -> None:
         assert set(store.sources()) == {"guide.md", "notes.txt"}
 
 
+def test_include_and_exclude_are_gitignore_patterns(docs: Path, db_path: Path) -> None:
+    write(docs, "api/v1/deep/endpoints.md", "# Endpoints\n\nGET /items\n")
+    write(docs, "api/v1/changes.md", "# Changes\n\nWhat changed.\n")
+    write(docs, "api/index.md", "# API\n\nThe API.\n")
+    with open_store(db_path) as store:
+        index_folder(store, docs, include=["api/**/*.md"])  # ** crosses folders, under api/
+        assert set(store.sources()) == {
+            "api/v1/deep/endpoints.md",
+            "api/v1/changes.md",
+            "api/index.md",
+        }
+        index_folder(store, docs, include=["*.md"], exclude=["api/**", "!api/index.md"])
+        assert set(store.sources()) == {"guide.md", "faq/auth.md", "api/index.md"}
+        index_folder(store, docs, exclude=["/guide.md", "**/deep/"])  # anchored; any depth
+        assert "guide.md" not in store.sources()
+        assert "api/v1/deep/endpoints.md" not in store.sources()
+        assert "api/v1/changes.md" in store.sources()
+
+
 def a_docs_site(docs: Path) -> Path:
     """A documentation tree as projects publish it: sources beside build output and assets."""
     write(docs, "_static/app.js", "function search() { return 'retries'; }\n")

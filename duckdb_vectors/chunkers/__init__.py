@@ -70,15 +70,19 @@ class CompositeChunker:
             self.extensions[extension.lower()] = next(iter(mime_types))
 
     def mime_type(self, source: str, head: bytes = b"") -> str:
-        """The MIME type a file is treated as: its magic bytes win over its extension."""
+        """The MIME type a file is treated as: its magic bytes win over its extension, but for
+        an extension registered to a binary chunker, which reads the bytes itself (a ``.docx``
+        or an ``.epub`` is a zip, whose magic alone says nothing of what it holds)."""
         for magic, mime_type in _MAGIC.items():
             if head.startswith(magic):
                 return mime_type
+        suffix = PurePath(source).suffix.lower()
+        registered = self.extensions.get(suffix)
+        if registered is not None and isinstance(self.chunkers.get(registered), BinaryChunker):
+            return registered
         if head.startswith(_BINARY_MAGIC) or b"\x00" in head[:SNIFF_BYTES]:
             return "application/octet-stream"
-        suffix = PurePath(source).suffix.lower()
-        guessed = self.extensions.get(suffix) or mimetypes.guess_type(f"x{suffix}")[0]
-        return guessed or TEXT_FALLBACK
+        return registered or mimetypes.guess_type(f"x{suffix}")[0] or TEXT_FALLBACK
 
     def can_index(self, source: str, head: bytes) -> bool:
         """Whether a file starting with ``head`` is of a type this chunker indexes."""
