@@ -4,10 +4,11 @@ An index run finds each document's URL once and records it in every chunk's meta
 ``url`` (metadata is outside the etag, so a new URL never re-embeds anything, and a filter can
 select on it). Search results, the CLI and the MCP server return it as the hit's ``url``.
 
-The URL comes from the page's own front matter when it names one (``permalink``, ``url``,
-``slug``, or the first ``redirect_from``, in that order: what Jekyll, Hugo and Docusaurus sites
-use), made absolute against ``base_url``; otherwise from the source path under ``base_url``,
-its suffix rewritten the way the site is built (``style``).
+The URL comes from the page's own front matter when it names where the page is
+(``permalink``, ``url`` or ``slug``, in that order: what Jekyll, Hugo and Docusaurus sites use),
+made absolute against ``base_url`` (a relative one is used only with it); otherwise from the
+source path under ``base_url``, its suffix rewritten the way the site is built (``style``).
+``redirect_from`` is never a citation: it lists where a page used to be.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .models import Chunk
 URL_KEY = "url"  # the metadata key a chunk's URL is recorded under
 # Every document of an index is a resource at this URI (the MCP server reads them).
 DOCUMENT_URI_PREFIX = "duckdb-vectors://doc/"
-FRONT_MATTER_KEYS = ("permalink", "url", "slug", "redirect_from")
+FRONT_MATTER_KEYS = ("permalink", "url", "slug")
 UrlStyle = Literal["html", "pretty", "source"]
 URL_STYLES: tuple[UrlStyle, ...] = ("html", "pretty", "source")
 # Source suffixes that a site generator turns into pages (others, e.g. a PDF, are served as is).
@@ -106,8 +107,6 @@ def url_of(chunk: Chunk) -> str | None:
 def _named_url(front_matter: Mapping[str, Any]) -> str | None:
     for key in FRONT_MATTER_KEYS:
         value = front_matter.get(key)
-        if isinstance(value, list):
-            value = next((item for item in value if isinstance(item, str) and item), None)
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None

@@ -37,12 +37,32 @@ def test_a_source_path_becomes_a_page_under_the_base_url(
 def test_front_matter_names_the_page_in_the_order_sites_use() -> None:
     rule = UrlRule("https://duckdb.org/")
     redirects = {"redirect_from": ["/docs/data/parquet", "/docs/stable/data/parquet/overview"]}
-    assert rule.url("data/parquet/overview.md", redirects) == "https://duckdb.org/docs/data/parquet"
+    # Where the page used to be is not where it is: the path under the base URL is.
+    assert rule.url("data/parquet/overview.md", redirects) == (
+        "https://duckdb.org/data/parquet/overview.html"
+    )
     both = {"slug": "/ignored", "permalink": "/docs/stable/faq"}
     assert rule.url("faq.md", both) == "https://duckdb.org/docs/stable/faq"
     absolute = {"url": "https://elsewhere.example.org/page"}
     assert UrlRule().url("x.md", absolute) == "https://elsewhere.example.org/page"
     assert UrlRule().url("x.md", {"permalink": "/docs/x"}) is None  # relative, and no base
+
+
+def test_a_page_with_redirects_cites_its_own_path_under_the_base_url(
+    db_path: Path, tmp_path: Path
+) -> None:
+    page = DUCKDB_DOCS / "sql" / "functions" / "aggregates.md"
+    assert "redirect_from:" in page.read_text()
+    docs = tmp_path / "docs" / "current" / "sql" / "functions"
+    docs.mkdir(parents=True)
+    (docs / "aggregates.md").write_bytes(page.read_bytes())
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        rule = UrlRule("https://duckdb.org/docs/", "pretty")
+        index_folder(store, tmp_path / "docs", urls=rule)
+        urls = {
+            chunk.metadata["url"] for chunk in store.document("current/sql/functions/aggregates.md")
+        }
+    assert urls == {"https://duckdb.org/docs/current/sql/functions/aggregates/"}
 
 
 def test_a_base_url_that_is_not_http_is_refused() -> None:
@@ -107,9 +127,10 @@ def test_search_prints_the_url_under_each_hit(tmp_path: Path) -> None:
     assert "   https://docs.example.com/install.html\n" in found.stdout
 
 
-def test_the_duckdb_docs_are_cited_by_their_redirects(db_path: Path) -> None:
+def test_the_duckdb_docs_without_a_base_url_cite_nothing_from_their_redirects(
+    db_path: Path,
+) -> None:
     with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
-        index_folder(store, DUCKDB_DOCS / "data" / "parquet", urls=UrlRule("https://duckdb.org"))
-        hit = store.query("how do I read a parquet file", top_k=10)
-    urls = {result.chunk.source: result.chunk.metadata.get("url") for result in hit}
-    assert urls["overview.md"] == "https://duckdb.org/docs/data/parquet"
+        index_folder(store, DUCKDB_DOCS / "data" / "parquet", urls=UrlRule())
+        hits = store.query("how do I read a parquet file", top_k=10)
+    assert hits and all("url" not in hit.chunk.metadata for hit in hits)
