@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from . import chunkers
+from . import chunkers, links
 from .chunkers import (
     SNIFF_BYTES,
     BinaryChunker,
@@ -151,7 +151,9 @@ def index_folder(
         _walk(root, recursive, include_hidden, selection, source_prefix),
         key=lambda entry: entry.source,
     )
-    run = _Run(store, chunker, summary, max_file_bytes, source_prefix, urls or UrlRule(), metadata)
+    pages = links.Pages(e.source[len(source_prefix) :] for e in entries if e.problem is None)
+    urls = urls or UrlRule()
+    run = _Run(store, chunker, summary, max_file_bytes, source_prefix, urls, metadata, pages)
     collector = _WarningCollector(summary)
     chunker_logger = logging.getLogger("duckdb_vectors.chunkers")
     chunker_logger.addHandler(collector)
@@ -197,6 +199,7 @@ class _Run:
         source_prefix: str,
         urls: UrlRule,
         metadata: dict[str, str],
+        pages: links.Pages,
     ) -> None:
         self.store = store
         self.chunker = chunker
@@ -205,6 +208,7 @@ class _Run:
         self.source_prefix = source_prefix
         self.urls = urls
         self.metadata = metadata
+        self.pages = pages
         self.stamp = datetime.now(UTC)
         self.chunker_key = _chunker_key(chunker, urls, metadata)
         # A custom embedder may not say how much of a text it embeds.
@@ -254,8 +258,9 @@ class _Run:
         self.documents.append(
             documents.Document(entry.source, content_hash, mime_type, len(data), len(chunks))
         )
-        cited = self.urls.cite(chunks, entry.source[len(self.source_prefix) :])
-        return slices.stamp(cited, self.metadata)
+        page = entry.source[len(self.source_prefix) :]
+        chunks = links.rewrite(chunks, page, self.pages, self.urls, self.source_prefix)
+        return slices.stamp(self.urls.cite(chunks, page), self.metadata)
 
     def _past_window(self, chunks: list[Chunk]) -> int:
         """How many chunks are longer than the model embeds: BM25 reads all of their text,

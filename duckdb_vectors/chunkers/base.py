@@ -15,8 +15,9 @@ DEFAULT_MAX_CHARS = 2000
 # and an updated index equals a fresh one. 2: Markdown parsed by pulldown-cmark. 3: a line
 # that two Markdown blocks claim is kept once. 4: reST, HTML and notebooks get chunkers of their
 # own; MyST, MDX, template tags and HTML in Markdown are reduced to text; link lists folded.
-# 5: reST autodoc directives give the API names they list.
-CHUNKING_VERSION = 5
+# 5: reST autodoc directives give the API names they list. 6: links to other pages of the run
+# are rewritten to their URL or source id (``links``), and redirect_from is no citation.
+CHUNKING_VERSION = 6
 
 _PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n+")
 # A sentence ends at . ! ? (or their CJK forms) followed by whitespace, or at a CJK full stop.

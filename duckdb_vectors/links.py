@@ -1,0 +1,92 @@
+"""Links between the pages of one index run, rewritten so that a reader can follow them.
+
+A Markdown page links another by a path that only the site generator understands: relative to
+the page (``../guide/install.md``), to the site's root (Jekyll's ``{% link
+docs/current/clients/c/api.md %}``, which the chunker reduces to that path), or to the built
+page (``install.html``). Neither a browser nor ``fetch`` can follow such a path, so a link to a
+page of the same run becomes that page's citation URL (under ``--base-url``, keeping the
+fragment) or, without one, its source id, which ``fetch`` reads. A link to anything else (an
+external URL, an anchor of the same page, a file the run does not index) stays as written.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+from .citations import PAGE_SUFFIXES, UrlRule
+from .models import Chunk
+
+# ``[text](target)`` or ``[text](target "title")``: the target is group 2.
+_LINK = re.compile(r"(\]\()([^)\s]+)((?:\s+\"[^\"\n]*\")?\))")
+# What a link to a built page, or to a page without its suffix, may name it by.
+_BUILT_SUFFIXES = frozenset({"", ".html", ".htm"})
+
+
+class Pages:
+    """The pages of a run, by their path relative to the folder (``guide/install.md``)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = frozenset(paths)
+        self._stems: dict[str, list[str]] = {}
+        for path in self.paths:
+            self._stems.setdefault(_without_page_suffix(path), []).append(path)
+
+    def find(self, target: str, page: str) -> str | None:
+        """The page ``target`` (a link's path, without its fragment) names, linked from
+        ``page``: relative to ``page``, to the folder, or to a site root above the folder
+        (the longest page path it ends with); None if it names none, or several."""
+        relative = posixpath.normpath(posixpath.join(posixpath.dirname(page), target))
+        for candidate in (relative, target.lstrip("/")):
+            found = self._one(candidate)
+            if found is not None:
+                return found
+        parts = PurePosixPath(target.lstrip("/")).parts
+        for start in range(1, len(parts)):
+            found = self._one("/".join(parts[start:]))
+            if found is not None:
+                return found
+        return None
+
+    def _one(self, path: str) -> str | None:
+        if path in self.paths:
+            return path
+        stem, suffix = posixpath.splitext(path)
+        if suffix.lower() not in _BUILT_SUFFIXES:
+            return None
+        matches = self._stems.get(stem, []) + self._stems.get(f"{path.rstrip('/')}/index", [])
+        return matches[0] if len(matches) == 1 else None
+
+
+def rewrite(
+    chunks: list[Chunk], page: str, pages: Pages, urls: UrlRule, prefix: str
+) -> list[Chunk]:
+    """``chunks`` of ``page`` with their links to other ``pages`` made followable (see the
+    module); ``prefix`` is the run's source prefix, which a source id carries."""
+
+    def followable(link: re.Match[str]) -> str:
+        opening, target, closing = link.groups()
+        parts = urlsplit(target)
+        if parts.scheme or parts.netloc or not parts.path:
+            return link.group(0)
+        found = pages.find(unquote(parts.path), page)
+        if found is None:
+            return link.group(0)
+        url = urls.url(found, {})
+        if url is not None:
+            return f"{opening}{url}{'#' + parts.fragment if parts.fragment else ''}{closing}"
+        return f"{opening}{prefix}{found}{closing}"  # a fragment would read as a chunk id
+
+    rewritten = []
+    for chunk in chunks:
+        text = _LINK.sub(followable, chunk.text) if "](" in chunk.text else chunk.text
+        rewritten.append(chunk if text == chunk.text else chunk.model_copy(update={"text": text}))
+    return rewritten
+
+
+def _without_page_suffix(path: str) -> str:
+    stem, suffix = posixpath.splitext(path)
+    return stem if suffix.lower() in PAGE_SUFFIXES else path
