@@ -828,13 +828,15 @@ Examples:
   duckdb-vectors skill --db https://example.com/duckdb-docs.duckdb --out ~/.claude/skills
   duckdb-vectors skill --image my-docs-search --about "the Acme handbook" --out .agents/skills
   duckdb-vectors skill --db https://example.com/docs.duckdb --name acme-docs --stdout
+  duckdb-vectors skill --db ./docs.duckdb --out .claude/skills   # a file on this machine
 """
 )
 @click.option(
     "--db",
     "url",
-    metavar="URL",
-    help="The http(s):// URL of a published index (see docs/publishing.md).",
+    metavar="URL|FILE",
+    help="The http(s):// URL of a published index (see docs/publishing.md), or an index file"
+    " on this machine.",
 )
 @click.option("--image", metavar="IMAGE", help="A baked image (duckdb-vectors bake), by its tag.")
 @click.option(
@@ -873,26 +875,29 @@ def skill(
     max_age: float | None,
 ) -> None:
     """Write an Agent Skill (NAME/SKILL.md) that tells an agent with a shell how to search a
-    published index or a baked image: when to use it, the commands, how to cite, what to do
-    offline. Loads no model."""
-    from .skills import SkillOptions, check_name, image_skill, url_skill, write_skill
+    published index, an index file on this machine or a baked image: when to use it, the
+    commands, how to cite, what to do offline. Loads no model."""
+    from .skills import (
+        SkillOptions,
+        check_name,
+        file_skill,
+        image_skill,
+        url_skill,
+        write_skill,
+    )
 
     if (url is None) == (image is None):
-        raise click.UsageError("pass --db URL or --image IMAGE (one of them)")
+        raise click.UsageError("pass --db URL|FILE or --image IMAGE (one of them)")
     if name is not None:
         try:
             check_name(name)
         except SkillError as error:
             raise click.BadParameter(str(error), param_hint="--name") from None
-    if url is not None and not is_url(url):
-        raise click.BadParameter(
-            f"{url} is not an http(s):// URL: publish the index file first"
-            " (docs/publishing.md), or bake it and pass --image",
-            param_hint="--db",
-        )
     options = SkillOptions(name=name, about=about, example_query=example_query)
-    if url is not None:
+    if url is not None and is_url(url):
         made = url_skill(url, options, max_age=max_age)
+    elif url is not None:
+        made = file_skill(url, options)
     else:
         made = image_skill(image or "", options)
     if to_stdout:

@@ -1,5 +1,6 @@
 """An Agent Skill for an index: a ``SKILL.md`` that tells an agent with a shell how to search a
-published index (``--db URL``) or a baked image, and what to do when it cannot be reached.
+published index (``--db URL``), an index file on the same machine (``--db FILE``) or a baked
+image, and what to do when it cannot be reached.
 
 The skill follows the Agent Skills format (agentskills.io): a folder named like the skill,
 holding ``SKILL.md``, YAML front matter (``name``: 1-64 lowercase letters, digits and single
@@ -7,7 +8,8 @@ hyphens, the folder's name; ``description``: 1-1024 characters, what it does and
 it; optional ``compatibility``, at most 500 characters, and ``metadata``), then Markdown.
 
 Everything the skill says about the index comes from the index itself: the report of a
-published index (its sources and manifest), or the manifest labels of a baked image
+published index or a file (its sources and manifest, and an example query: a page title that
+a search finds its page by), or the manifest labels of a baked image
 (``container.labels.inspect_image``). The commands are built here once (``SkillTarget``) and
 put in the text as they are to be run; a test runs every one of them.
 """
@@ -30,6 +32,7 @@ from .config import DEFAULT_MAX_AGE, describe_age, is_url
 from .errors import SkillError
 from .index.manifest import Manifest, package_version
 from .index.slices import SliceCount
+from .index.terms import QUESTION_WORDS
 
 if TYPE_CHECKING:
     from .store import VectorStore
@@ -48,7 +51,12 @@ FETCH_MAX_TOKENS = 4000
 PLACEHOLDER_SOURCE = "SOURCE"
 PLACEHOLDER_CHUNK = "CHUNK_ID"
 
-Kind = Literal["url", "image"]
+# The example query is a page title that a search finds its page by: one of 2 to 6 words, of
+# one of this many documents, the least deep first.
+EXAMPLE_DOCUMENTS = 40
+EXAMPLE_WORDS = range(2, 7)
+
+Kind = Literal["url", "file", "image"]
 
 
 def check_name(name: str) -> str:
@@ -70,21 +78,24 @@ def slug(text: str) -> str:
 @dataclass(frozen=True)
 class SkillTarget:
     """Where the index is and how a shell runs a verb on it: ``duckdb-vectors VERB ... --db
-    URL``, or ``docker run --rm --network none IMAGE VERB ...`` (the image needs no network)."""
+    URL`` (or the file's absolute path), or ``docker run --rm --network none IMAGE VERB ...``
+    (the image needs no network)."""
 
     kind: Kind
-    location: str  # the index's URL, or the image reference
+    location: str  # the index's URL, the file's absolute path, or the image reference
 
     def command(self, verb: str, argument: str, *options: str) -> str:
         """The shell line running ``verb argument options`` on the index."""
         rest = " ".join(shlex.quote(option) for option in options)
-        if self.kind == "url":
+        if self.kind != "image":
             where = f"--db {shlex.quote(self.location)} "
             return f"duckdb-vectors {verb} {shlex.quote(argument)} {where}{rest}"
         image = shlex.quote(self.location)
         return f"docker run --rm --network none {image} {verb} {shlex.quote(argument)} {rest}"
 
     def default_name(self) -> str:
+        if self.kind == "file":
+            return slug(PurePosixPath(self.location).stem)
         if self.kind == "url":
             stem = PurePosixPath(urlsplit(self.location).path).stem
             return slug(stem or urlsplit(self.location).hostname or "")
@@ -103,7 +114,7 @@ class IndexFacts:
     manifest: Manifest | None = None
     example_source: str | None = None  # a document to fetch in the examples
     example_chunk: str | None = None  # and its first chunk
-    example_title: str | None = None  # and its title: the example query
+    example_query: str | None = None  # a heading a search finds its page by
 
     @classmethod
     def from_store(cls, store: VectorStore) -> IndexFacts:
@@ -113,12 +124,8 @@ class IndexFacts:
         sources = sorted(source for source in report.sources if source)
         if not sources:
             raise SkillError(f"{store.db_path} holds no documents to describe: index some first")
-        example = _representative(sources)
-        first = store.document(example)[0]
-        title = (first.title or "").split(" > ")[0].strip() or None
-        return cls(
-            report.chunk_count, len(sources), sources, manifest, example, first.chunk_id, title
-        )
+        source, chunk, query = _example(store, sorted(sources, key=_depth_and_name))
+        return cls(report.chunk_count, len(sources), sources, manifest, source, chunk, query)
 
     @classmethod
     def from_image(cls, manifest: Manifest, source_count: int | None) -> IndexFacts:
@@ -162,16 +169,26 @@ def url_skill(
 ) -> Skill:
     """The skill for the index published at ``url``, described by its report (the index is
     downloaded into the cache, or its cached copy used, as a search would)."""
-    from .store import VectorStore
-
     if not is_url(url):
         raise SkillError(
             f"{url} is not the http(s):// URL of a published index: publish the file first"
             " (docs/publishing.md)"
         )
-    with VectorStore(url, read_only=True, memory_index=False, max_age=max_age) as store:
+    return _store_skill(SkillTarget("url", url), options, max_age)
+
+
+def file_skill(path: str | Path, options: SkillOptions) -> Skill:
+    """The skill for an index file on this machine, named by its absolute path (an agent's
+    shell may start in any folder)."""
+    return _store_skill(SkillTarget("file", str(Path(path).resolve())), options, None)
+
+
+def _store_skill(target: SkillTarget, options: SkillOptions, max_age: float | None) -> Skill:
+    from .store import VectorStore
+
+    with VectorStore(target.location, read_only=True, memory_index=False, max_age=max_age) as store:
         facts = IndexFacts.from_store(store)
-    return render_skill(SkillTarget("url", url), facts, options)
+    return render_skill(target, facts, options)
 
 
 def image_skill(image: str, options: SkillOptions) -> Skill:
@@ -188,7 +205,7 @@ def render_skill(target: SkillTarget, facts: IndexFacts, options: SkillOptions) 
     name = check_name(options.name or target.default_name())
     topics = facts.topics()
     subject = options.about or f"the {name} index"
-    query = options.example_query or facts.example_title or _example_query(facts.example_source)
+    query = options.example_query or facts.example_query or _name_words(facts.example_source)
     source = facts.example_source or PLACEHOLDER_SOURCE
     chunk = facts.example_chunk or PLACEHOLDER_CHUNK
     front = {
@@ -246,16 +263,37 @@ def front_matter(text: str) -> dict:
     return parsed
 
 
-def _example_query(source: str | None) -> str:
-    """The words of a document's name (``guides/getting-started.md``: "getting started")."""
+def _name_words(source: str | None) -> str:
+    """The words of a document's name (``guides/getting-started.md``: "getting started"), for
+    an index whose headings say nothing (or an image, whose labels hold no headings)."""
     words = re.sub(r"[\W_]+", " ", PurePosixPath(source).stem).strip() if source else ""
     return words if words and not words.isdigit() else "overview"
 
 
-def _representative(sources: list[str]) -> str:
-    """A document to show in the examples: the least deep, the first by name among them
-    (a folder's overview or index page, rather than a deep reference page)."""
-    return min(sources, key=lambda source: (len(PurePosixPath(source).parts), source))
+def _example(store: VectorStore, sources: list[str]) -> tuple[str, str, str | None]:
+    """The document the examples show, its first chunk, and the example query: the first of
+    ``sources`` (up to ``EXAMPLE_DOCUMENTS``) whose title a keyword search finds it by, first,
+    and that title ("Reading Parquet Files", where "Documentation" or "Overview" would find
+    any page); else the first document, and no query."""
+    for source in sources[:EXAMPLE_DOCUMENTS]:
+        first = store.document(source)[0]
+        title = (first.title or "").split(" > ")[0].strip()
+        if _queryable(title):
+            hits = store.query_text(title, top_k=1, one_per_source=True)
+            if hits and hits[0].chunk.source == source:
+                return source, first.chunk_id, title
+    return sources[0], store.document(sources[0])[0].chunk_id, None
+
+
+def _queryable(title: str) -> bool:
+    """Whether a title makes a query: 2 to 6 words, not all of them conversational."""
+    words = re.findall(r"\w+", title.lower())
+    content = [word for word in words if word not in QUESTION_WORDS and len(word) > 2]
+    return len(words) in EXAMPLE_WORDS and bool(content)
+
+
+def _depth_and_name(source: str) -> tuple[int, str]:
+    return len(PurePosixPath(source).parts), source
 
 
 def _placeholders(facts: IndexFacts) -> str:
@@ -291,6 +329,12 @@ def _compatibility(target: SkillTarget) -> str:
         text = (
             "Needs a shell with the duckdb-vectors command (the Python package duckdb-vectors),"
             f" and HTTP access to {target.location} for the first download and refreshes."
+        )
+    elif target.kind == "file":
+        text = (
+            "Needs a shell with the duckdb-vectors command (the Python package duckdb-vectors)"
+            f" and read access to {target.location}; without it, the duckdb command (DuckDB 1.4"
+            " or later) searches the file by keywords."
         )
     else:
         text = (
@@ -338,12 +382,38 @@ def _fallback(target: SkillTarget, facts: IndexFacts, options: SkillOptions, que
             built=built,
             pull=f"docker pull {shlex.quote(target.location)}",
         )
+    if target.kind == "file":
+        source = facts.example_source or PLACEHOLDER_SOURCE
+        return Template(_FILE_FALLBACK).substitute(
+            path=target.location,
+            sql_search=_sql(
+                target.location,
+                "SELECT title, url, source, chunk_id, score, text"
+                f" FROM search_text({_sql_string(query)}, k := 5)",
+            ),
+            sql_fetch=_sql(
+                target.location,
+                f"SELECT text FROM chunk_view WHERE source = {_sql_string(source)}"
+                " ORDER BY position",
+            ),
+        )
     return Template(_URL_FALLBACK).substitute(
         url=target.location,
         max_age=describe_age(DEFAULT_MAX_AGE),
         pull=f"duckdb-vectors pull {shlex.quote(target.location)} --json",
         text_only=target.command("search", query, "--json", "--one-per-source", "--text-only"),
     )
+
+
+def _sql(path: str, statement: str) -> str:
+    """The ``duckdb`` command line running ``statement`` on the file, read-only: in double
+    quotes where the shell reads them as written (SQL strings are in single quotes)."""
+    quoted = f'"{statement}"' if not re.search(r'["$`\\!]', statement) else shlex.quote(statement)
+    return f"duckdb -readonly -json {shlex.quote(path)} -c {quoted}"
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
 
 
 # The SKILL.md text. $-fields are filled in by render_skill; $$ is a literal dollar.
@@ -437,6 +507,23 @@ When a command does not answer as above:
 ```bash
 ${text_only}
 ```
+"""
+
+_FILE_FALLBACK = """\
+## Without duckdb-vectors, and when the file cannot be read
+
+The index is one DuckDB file, ${path}, read in place: it is as fresh as its last index run.
+It is an ordinary DuckDB database, so where the duckdb-vectors command is missing, the `duckdb`
+command searches it by keywords (BM25, no model) and reads its pages:
+
+```bash
+${sql_search}
+${sql_fetch}
+```
+
+If a command says the file does not exist or cannot be opened, tell the user that the
+documentation index at ${path} cannot be read (with the error line); do not answer from
+memory as if from the documents.
 """
 
 _IMAGE_FALLBACK = """\

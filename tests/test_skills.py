@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DEFAULT_BACKEND, REPOSITORY, SCRIPT, STATIC_MODEL, run_cli
+from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, REPOSITORY, SCRIPT, STATIC_MODEL, run_cli
+from test_plain_sql import oldest  # noqa: F401  the fixture: the duckdb CLI
 from test_remote import IndexServer
 
 from duckdb_vectors import Manifest, UrlRule, VectorStore, index_folder
@@ -181,9 +182,8 @@ def test_name_about_and_example_query_are_the_callers(
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ([], "pass --db URL or --image IMAGE"),
-        (["--db", "https://x.example/a.duckdb", "--image", "x"], "pass --db URL or --image IMAGE"),
-        (["--db", "docs.duckdb"], "docs.duckdb is not an http(s):// URL"),
+        ([], "pass --db URL|FILE or --image IMAGE"),
+        (["--db", "https://x.example/a.duckdb", "--image", "x"], "pass --db URL|FILE or --image"),
         (["--db", "https://x.example/a.duckdb", "--name", "Bad_Name"], "is not 1-64 lowercase"),
         (["--image", "x", "--name", "a--b"], "is not 1-64 lowercase"),
     ],
@@ -199,6 +199,53 @@ def test_no_server_and_no_copy_is_one_line(tmp_path: Path) -> None:
     result = run_cli("skill", "--db", url, env={"DUCKDB_VECTORS_CACHE_DIR": str(tmp_path)})
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and "no cached copy" in result.stderr
+
+
+def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
+    result = run_cli("skill", "--db", str(tmp_path / "nope.duckdb"))
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {tmp_path / 'nope.duckdb'} does not exist; build an index first"
+        " (duckdb-vectors index)\n"
+    )
+
+
+@pytest.mark.slow
+def test_every_command_of_a_local_file_skill_answers_from_any_folder(
+    tmp_path: Path, agent_env: dict[str, str], oldest: Path  # noqa: F811
+) -> None:
+    """An index file on the agent's machine: its absolute path in every command, the example
+    query a page title that finds its page (not "Documentation" or "overview"), and the plain
+    duckdb CLI as the fallback."""
+    index = tmp_path / "indexes" / "duckdb-docs.duckdb"
+    with VectorStore(index, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        index_folder(store, DUCKDB_DOCS / "data", urls=UrlRule("https://duckdb.org/docs/data/"))
+    result = run_cli("skill", "--db", str(index), "--stdout")
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    front = check_front_matter(text, "duckdb-docs")
+    assert front["metadata"]["index"] == str(index.resolve())
+    lines = commands(text)
+    assert {shlex.split(line)[0] for line in lines} == {"duckdb-vectors", "duckdb"}
+    query, example = shlex.split(lines[0])[2], shlex.split(lines[2])[2]
+    assert len(query.split()) >= 2, query
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = agent_env | {"PATH": f"{oldest}{os.pathsep}{agent_env['PATH']}"}
+    for line in lines:
+        ran = subprocess.run(
+            line, shell=True, cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert ran.returncode == 0, f"{line}\n{ran.stderr}"
+        answer = json.loads(ran.stdout)
+        if line.startswith("duckdb -readonly") and "search_text" in line:
+            assert example in [row["source"] for row in answer], line
+        elif line.startswith("duckdb -readonly"):
+            assert answer and all(row["text"] for row in answer)
+        elif shlex.split(line)[1] == "search":  # the page the query names is among the first
+            assert example in [hit["source"] for hit in answer["results"][:3]], line
+        else:
+            assert answer["source"] == example and answer["text"].strip()
 
 
 def image_manifest() -> ImageManifest:
