@@ -1,47 +1,85 @@
-"""duckdb-vectors: one DuckDB file is one index; hybrid retrieval with no server."""
+"""duckdb-vectors: one DuckDB file is one index; hybrid retrieval with no server.
+
+Every name below loads its module on first use, so that importing a part of the package (the
+console script, a chunker) does not import all of it: the command line stops cleanly on
+Ctrl-C from its first moment (``console``), and a process that only searches does not load
+the chunkers and their parsers.
+"""
 
 from __future__ import annotations
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .citations import UrlRule
-from .config import FusionSettings, Settings
-from .embedders import Embedder, EmbedderSpec, available_embedders, get_embedder, register_embedder
-from .errors import (
-    DuckDBVectorsError,
-    EmbedderError,
-    IndexMismatchError,
-    InvalidFilterError,
-    InvalidRankingSQLError,
-    InvalidSettingError,
-    InvalidUrlError,
-    NotAnIndexError,
-    ReadOnlyError,
-    SliceError,
-)
-from .index.manifest import Manifest
-from .models import Chunk, IndexReport, SearchResult, SearchResults, VectorPage
-from .store import VectorStore, WriteStats
-
 if TYPE_CHECKING:
     from .chunkers import register_chunker
+    from .citations import UrlRule
+    from .config import FusionSettings, Settings
+    from .embedders import (
+        Embedder,
+        EmbedderSpec,
+        available_embedders,
+        get_embedder,
+        register_embedder,
+    )
+    from .errors import (
+        DuckDBVectorsError,
+        EmbedderError,
+        IndexMismatchError,
+        InvalidFilterError,
+        InvalidRankingSQLError,
+        InvalidSettingError,
+        InvalidUrlError,
+        NotAnIndexError,
+        ReadOnlyError,
+        SliceError,
+    )
+    from .index.manifest import Manifest
     from .indexer import IndexSummary, index_folder
+    from .models import Chunk, IndexReport, SearchResult, SearchResults, VectorPage
     from .parquet_import import ParquetSummary, index_parquet
+    from .store import VectorStore, WriteStats
 
-# Indexing needs the chunkers and their parsers (0.4-0.7 s of imports): they load on first use,
-# so a process that only searches (a one-shot ``duckdb-vectors search``) does not pay for them.
-_LAZY = {
+# Each public name, and the module that holds it.
+_MODULES = {
     "register_chunker": "chunkers",
+    "UrlRule": "citations",
+    "FusionSettings": "config",
+    "Settings": "config",
+    **dict.fromkeys(
+        ("Embedder", "EmbedderSpec", "available_embedders", "get_embedder", "register_embedder"),
+        "embedders",
+    ),
+    **dict.fromkeys(
+        (
+            "DuckDBVectorsError",
+            "EmbedderError",
+            "IndexMismatchError",
+            "InvalidFilterError",
+            "InvalidRankingSQLError",
+            "InvalidSettingError",
+            "InvalidUrlError",
+            "NotAnIndexError",
+            "ReadOnlyError",
+            "SliceError",
+        ),
+        "errors",
+    ),
+    "Manifest": "index.manifest",
     "IndexSummary": "indexer",
     "index_folder": "indexer",
+    **dict.fromkeys(
+        ("Chunk", "IndexReport", "SearchResult", "SearchResults", "VectorPage"), "models"
+    ),
     "ParquetSummary": "parquet_import",
     "index_parquet": "parquet_import",
+    "VectorStore": "store",
+    "WriteStats": "store",
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = _MODULES.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(f".{module}", __name__), name)
@@ -49,36 +87,8 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [
-    "Chunk",
-    "DuckDBVectorsError",
-    "Embedder",
-    "EmbedderError",
-    "EmbedderSpec",
-    "FusionSettings",
-    "IndexMismatchError",
-    "IndexReport",
-    "IndexSummary",
-    "InvalidFilterError",
-    "InvalidRankingSQLError",
-    "InvalidSettingError",
-    "InvalidUrlError",
-    "Manifest",
-    "NotAnIndexError",
-    "ParquetSummary",
-    "ReadOnlyError",
-    "SearchResult",
-    "SearchResults",
-    "Settings",
-    "SliceError",
-    "UrlRule",
-    "VectorPage",
-    "VectorStore",
-    "WriteStats",
-    "available_embedders",
-    "get_embedder",
-    "index_folder",
-    "index_parquet",
-    "register_chunker",
-    "register_embedder",
-]
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULES])
+
+
+__all__ = sorted(_MODULES)

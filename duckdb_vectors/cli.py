@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, get_args
@@ -59,7 +62,7 @@ from .store import MAX_RESULTS, VectorStore
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
 
 
 class IndexLocation(click.ParamType):
@@ -308,6 +311,7 @@ def index(
             quantize=quantize,
             language=language,
             read_only=False,
+            staged=True,
         )
         _index_parquet(
             store, from_parquet, backend, source_prefix, lexical_weight, as_json, progress
@@ -322,6 +326,7 @@ def index(
         quantize=quantize,
         language=language,
         read_only=False,
+        staged=True,
     ) as store:
         summary = index_folder(
             store,
@@ -428,7 +433,9 @@ def upgrade(db_path: Path | None, quantize: Quantization | None, language: str |
     """Bring an index from an older duckdb-vectors up to this one: migrate its schema and
     re-tokenize it for BM25, in one go; --quantize also codes its vectors. Loads no model and
     leaves the float32 vectors as they are."""
-    with VectorStore(db_path, quantize=quantize, language=language, read_only=False) as store:
+    with VectorStore(
+        db_path, quantize=quantize, language=language, read_only=False, staged=True
+    ) as store:
         manifest = store.manifest
     if manifest is None:
         raise DuckDBVectorsError(f"{store.db_path} holds no index to upgrade")
@@ -918,20 +925,49 @@ def _parse_filter(filter_json: str | None) -> dict[str, Any] | None:
     return parsed
 
 
+# The signal that stopped the process, once one has (SIGINT or SIGTERM): raised as Ctrl-C
+# wherever the process is, so a run stops and what it was writing is rolled back (a staged
+# copy dropped, see ``staging``); the exit code is 128 + its number, as a shell reports it.
+_stopped_by: list[int] = []
+
+
+def _stop(signal_number: int, _frame: object) -> None:
+    _stopped_by.append(signal_number)
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM stop the command (``_stop``) while it runs in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _stopped_by.clear()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = [signal.signal(number, _stop) for number in signals]
+    try:
+        yield
+    finally:
+        for number, handler in zip(signals, previous, strict=True):
+            signal.signal(number, handler)
+
+
 def main() -> None:
     """Console-script entry point: one-line errors and exit codes instead of tracebacks."""
     debug = "--debug" in sys.argv[1:] or bool(os.environ.get("DUCKDB_VECTORS_DEBUG"))
     try:
-        cli.main(standalone_mode=False)
+        with _stopped_by_signals():
+            cli.main(standalone_mode=False)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.ClickException as error:
         error.show()
         sys.exit(error.exit_code)
-    except (click.Abort, KeyboardInterrupt):
-        click.echo("Interrupted.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except Exception as error:
+    except (click.Abort, KeyboardInterrupt, Exception) as error:
+        # A signal that arrives inside DuckDB comes back as its own error ("Query interrupted").
+        if _stopped_by or isinstance(error, (click.Abort, KeyboardInterrupt)):
+            click.echo("Interrupted.", err=True)
+            sys.exit(128 + _stopped_by[0] if _stopped_by else EXIT_INTERRUPTED)
         if debug:
             raise
         usage = isinstance(error, (InvalidFilterError, InvalidRankingSQLError, ValueError))

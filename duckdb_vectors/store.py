@@ -51,6 +51,7 @@ from .rows import ChunkColumns
 from .search.answer import Match, Query, Scope, Searcher, SqlSearcher, answer
 from .search.memory_index import MemoryIndex, estimated_bytes
 from .search.user_sql import execute_user_sql, validate_fragment
+from .staging import Staging
 from .tokenizer import mostly_latin
 from .writes import WriteStats
 
@@ -96,6 +97,10 @@ class VectorStore:
         max_age: re-check a published index's cached copy with its server when older than
             this many seconds (or ``"6h"``, ``"2d"``; ``DUCKDB_VECTORS_MAX_AGE``; default 2d).
         embedder: a ready embedder object, instead of one built from ``backend``.
+        staged: write a copy made beside the file, and put it in the file's place when the
+            store is closed (``with`` ending in an exception drops it instead): readers of the
+            file are never locked out, and see the old index or the new one, whole (see
+            ``staging``). For a run that rewrites an index; read-write only.
     """
 
     def __init__(
@@ -113,6 +118,7 @@ class VectorStore:
         fusion: FusionSettings | None = None,
         max_age: float | str | None = None,
         embedder: Embedder | None = None,
+        staged: bool = False,
     ) -> None:
         given = {
             "db_path": db_path,
@@ -127,7 +133,7 @@ class VectorStore:
             "fusion": fusion,
             "max_age": max_age,
         }
-        self._open(Settings.resolve(**given), embedder)
+        self._open(Settings.resolve(**given), embedder, staged)
 
     @classmethod
     def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> VectorStore:
@@ -137,19 +143,26 @@ class VectorStore:
         store._open(settings, embedder)
         return store
 
-    def _open(self, settings: Settings, embedder: Embedder | None) -> None:
+    def _open(self, settings: Settings, embedder: Embedder | None, staged: bool = False) -> None:
         self.settings = settings
         self.source_url, self.db_path = self._local_file(settings)
         self.read_only = self.settings.read_only or self.source_url is not None
         self._lock = threading.RLock()
+        if staged and (self.read_only or str(self.db_path) == ":memory:"):
+            raise ValueError("staged=True rewrites an index file: open it read-write")
+        self._staging = Staging(self.db_path) if staged else None
+        # The file the connection is on: the index, or the copy being written beside it.
+        self._file = self._staging.path if self._staging else Path(self.db_path)
         # A file this store creates is removed again on close if nothing was ever committed
         # to it (say, the first index run failed to load its model): no empty index is left.
         self._creates_file = (
-            not self.read_only
-            and str(self.db_path) != ":memory:"
-            and not Path(self.db_path).exists()
+            not self.read_only and str(self.db_path) != ":memory:" and not self._file.exists()
         )
-        self._connection = connect(self.db_path, self.read_only)
+        try:
+            self._connection = connect(self._file, self.read_only, shown_as=Path(self.db_path))
+        except BaseException:
+            self._remove_if_never_committed()
+            raise
         try:
             self.manifest: Manifest | None = self._open_index()
             requested = embedder.spec if embedder is not None else self.settings.backend
@@ -160,6 +173,8 @@ class VectorStore:
         except BaseException:
             self._connection.close()
             self._remove_if_never_committed()
+            if self._staging is not None:
+                self._staging.discard()
             raise
         self._embedder = embedder
         self._embedder_checked = False
@@ -189,7 +204,13 @@ class VectorStore:
     def __enter__(self) -> VectorStore:
         return self
 
-    def __exit__(self, *_exc: object) -> None:
+    def __exit__(self, error_type: type[BaseException] | None, *_: object) -> None:
+        if error_type is not None and self._staging is not None:
+            with self._lock:  # the copy is dropped: the index stays as it was
+                self._memory = None
+                self._connection.close()
+                self._staging.discard()
+            return
         self.close()
 
     def __repr__(self) -> str:
@@ -207,11 +228,15 @@ class VectorStore:
                 self._connection.execute("CHECKPOINT")
             self._connection.close()
             self._remove_if_never_committed()
+            if self._staging is not None:
+                self._staging.publish()
 
     def _remove_if_never_committed(self) -> None:
         if self._creates_file and getattr(self, "manifest", None) is None:
-            for leftover in (Path(self.db_path), Path(f"{self.db_path}.wal")):
+            for leftover in (self._file, Path(f"{self._file}.wal")):
                 leftover.unlink(missing_ok=True)
+        if getattr(self, "manifest", None) is None and self._staging is not None:
+            self._staging.discard()
 
     def warm_up(self) -> None:
         """Load the model and the in-memory index now, so the first query does not wait.
@@ -408,7 +433,7 @@ class VectorStore:
         in_memory = str(self.db_path) == ":memory:"
         return IndexReport(
             db_path=str(self.db_path),
-            file_size_bytes=None if in_memory else Path(self.db_path).stat().st_size,
+            file_size_bytes=None if in_memory else self._file.stat().st_size,
             backend=self.backend,
             dimension=self.manifest.dimension if self.manifest else None,
             chunk_count=self.count(),

@@ -35,13 +35,15 @@ CONNECTION_CONFIG = {
 }
 
 
-def connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open the index file, turning DuckDB's errors into one-line, actionable ones."""
+def connect(path: Path, read_only: bool, shown_as: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """Open the index file, turning DuckDB's errors into one-line, actionable ones that name
+    it as ``shown_as`` (the index, when ``path`` is the copy of it being written)."""
+    name = shown_as or path
     in_memory = str(path) == ":memory:"
     if read_only and in_memory:
         raise ValueError("an in-memory store cannot be read-only")
     if read_only and not path.is_file():
-        raise NotAnIndexError(f"{path} does not exist; build an index first (duckdb-vectors index)")
+        raise NotAnIndexError(f"{name} does not exist; build an index first (duckdb-vectors index)")
     if not read_only and not in_memory:
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -49,17 +51,17 @@ def connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     except duckdb.IOException as error:
         message = first_line(error)
         if "lock" in message.lower():
-            raise DuckDBVectorsError(_lock_message(path, read_only, str(error))) from None
-        raise NotAnIndexError(f"{path} cannot be opened: {message}") from None
+            raise DuckDBVectorsError(_lock_message(name, read_only, str(error))) from None
+        raise NotAnIndexError(f"{name} cannot be opened: {message}") from None
     except duckdb.ConnectionException as error:
         if "different configuration" not in str(error):
-            raise NotAnIndexError(f"{path} cannot be opened: {first_line(error)}") from None
+            raise NotAnIndexError(f"{name} cannot be opened: {first_line(error)}") from None
         raise DuckDBVectorsError(
-            f"{path} is already open in this process {'read-write' if read_only else 'read-only'};"
+            f"{name} is already open in this process {'read-write' if read_only else 'read-only'};"
             " close that store first, or open this one the same way"
         ) from None
     except duckdb.Error as error:
-        raise NotAnIndexError(f"{path} is not a DuckDB index file: {first_line(error)}") from None
+        raise NotAnIndexError(f"{name} is not a DuckDB index file: {first_line(error)}") from None
     return with_floats_uncompressed(without_progress_bar(connection))
 
 

@@ -1,0 +1,23 @@
+"""The ``duckdb-vectors`` console script.
+
+SIGINT and SIGTERM stop the command from its first moment: its imports take a good part of a
+second, and a signal then would end in Python's traceback. ``cli.main`` handles the signals
+from there on.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+
+def main() -> None:
+    def stop(signal_number: int, _frame: object) -> None:
+        print("Interrupted.", file=sys.stderr)
+        sys.exit(128 + signal_number)
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, stop)
+    from .cli import main as run_command  # the imports the handlers above stand guard over
+
+    run_command()
