@@ -81,11 +81,13 @@ format: install
 
 PEERS_VENV ?= ../peers-venv
 
+# The quick benchmarks (see bench/RESULTS.md for the others and their figures).
+BENCH_ENV := HF_HUB_OFFLINE=1 DUCKDB_VECTORS_SHARED=$(abspath $(SHARED))
 bench: install
 	test -x $(PEERS_VENV)/bin/python || ($(PYTHON) -m venv $(PEERS_VENV) && \
 		$(PEERS_VENV)/bin/pip install --quiet -e . -r bench/requirements-peers.txt)
-	HF_HUB_OFFLINE=1 $(BIN)/python bench/query_latency.py --quick
-	HF_HUB_OFFLINE=1 $(PEERS_VENV)/bin/python bench/peers.py --quick
+	$(BENCH_ENV) $(BIN)/python bench/query_latency.py --quick
+	$(BENCH_ENV) $(PEERS_VENV)/bin/python bench/peers.py --quick
 
 # The toolkit image alone, for indexing in your own Dockerfiles.
 builder:

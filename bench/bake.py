@@ -8,8 +8,11 @@ base image and the cold `docker run ... search` time of the verification. Needs 
 (DOCKER_HOST) and the model files (DUCKDB_VECTORS_MODEL_PATH or ../shared/models).
 
     python bench/bake.py --repeat 3
+    /work/baseline/.venv/bin/python bench/bake.py --out /tmp/bake-before.json   # that version
 
-Writes bench/out/bake.json and prints a Markdown table. The images it makes are removed.
+It bakes with the ``duckdb-vectors`` beside the Python that runs it, so another checkout's
+``.venv/bin/python`` measures that version. Writes bench/out/bake.json (or ``--out``) and
+prints a Markdown table. The images it makes are removed.
 """
 
 from __future__ import annotations
@@ -22,18 +25,17 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from common import HERE, MODEL, OUT, SCRIPT, write_json
+from common import HERE, MODEL, OUT, SCRIPT, machine, run, write_json
 
 DOCS = HERE.parent / "examples" / "docs"
 TAG = "duckdb-vectors-bench-bake"
 
 
 def bake(docs: Path, *options: str) -> dict:
+    """One ``duckdb-vectors bake`` process: its ``--json`` summary, with the process's time."""
     command = [SCRIPT, "bake", str(docs), "--tag", TAG, "--model-path", str(MODEL), "--json"]
-    result = subprocess.run([*command, *options], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise SystemExit(f"bake failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout)
+    done = run([*command, *options])
+    return json.loads(done.stdout) | {"process_s": done.seconds}
 
 
 def main() -> None:
@@ -56,6 +58,7 @@ def main() -> None:
     median = {kind: statistics.median(r["build_seconds"] for r in runs[kind]) for kind in runs}
     last = runs["rebake"][-1]
     summary = {
+        **machine(),
         "cold_build_s": median["cold"],
         "rebake_build_s": median["rebake"],
         "cold_over_rebake": median["cold"] / median["rebake"],

@@ -14,7 +14,8 @@ SIGKILLs it at a random time between --min-kill and the measured typical run tim
     HF_HUB_OFFLINE=1 DUCKDB_VECTORS_MODEL_PATH=/work/shared/models/static-256-wordllama \\
         .venv/bin/python bench/crash_trials.py --trials 20
 
-Writes bench/out/crash_trials.json and prints a short summary. Exit code 1 if any trial failed.
+Writes bench/out/crash_trials.json (or ``--out``) and prints a short summary. Exit code 1 if
+any trial failed.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import DOCS, HERE, MODEL, QUERIES, SCRIPT, write_json
+from common import DOCS, MODEL, OUT, QUERIES, SCRIPT, run, write_json
 
 from duckdb_vectors import VectorStore, index_folder
 
@@ -57,15 +58,7 @@ def snapshot(db: Path) -> dict[str, Any]:
 
 
 def run_to_completion(db: Path, docs: Path, timeout: float) -> float:
-    begin = time.perf_counter()
-    subprocess.run(
-        index_command(db, docs),
-        env=environment(),
-        check=True,
-        capture_output=True,
-        timeout=timeout,
-    )
-    return time.perf_counter() - begin
+    return run(index_command(db, docs), env=environment(), timeout=timeout).seconds
 
 
 def small_folder(docs: Path, target: Path, files: int) -> list[str]:
@@ -154,7 +147,7 @@ def main() -> int:
     parser.add_argument("--measure-runs", type=int, default=2, help="uninterrupted fresh runs")
     parser.add_argument("--timeout", type=float, default=180, help="per index run, seconds")
     parser.add_argument("--budget", type=float, default=1200, help="stop starting trials after")
-    parser.add_argument("--out", type=Path, default=HERE / "out" / "crash_trials.json")
+    parser.add_argument("--out", type=Path, default=OUT / "crash_trials.json")
     arguments = parser.parse_args()
     generator = random.Random(arguments.seed)
     begin = time.perf_counter()

@@ -40,11 +40,8 @@ import csv
 import hashlib
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -52,11 +49,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import HERE, MODEL, SCRIPT, SHARED, write_json
+from common import HERE, MODEL, RAY, SCRIPT, SHARED, machine, run, timed, write_json
 
 from duckdb_vectors import SearchResult, VectorStore
 
-RAY = SHARED / "evaldata" / "docsqa" / "ray"
 KS = (1, 3, 5, 10, 13)
 DEPTH = max(KS)
 MRR_K = 10
@@ -127,8 +123,8 @@ def default_workdir(tree: Path) -> Path:
     return HERE / "out" / "docsqa" / f"{tree.resolve().name}-{digest}"
 
 
-def cli(arguments: Sequence[str], model: Model) -> subprocess.CompletedProcess[str]:
-    """``duckdb-vectors ARGUMENTS`` with the model's folder; its stderr passes through."""
+def cli(arguments: Sequence[str], model: Model) -> Any:
+    """``duckdb-vectors ARGUMENTS`` with the model's folder, in a fresh process (common.run)."""
     if SCRIPT is None:
         raise SystemExit("duckdb-vectors is not installed beside this python: make install")
     environment = {
@@ -136,9 +132,7 @@ def cli(arguments: Sequence[str], model: Model) -> subprocess.CompletedProcess[s
         "DUCKDB_VECTORS_MODEL_PATH": str(model.path),
         "HF_HUB_OFFLINE": "1",
     }
-    return subprocess.run(
-        [SCRIPT, *arguments], env=environment, stdout=subprocess.PIPE, text=True, check=True
-    )
+    return run([SCRIPT, *arguments], env=environment)
 
 
 def build_index(tree: Path, db: Path, model: Model, reindex: bool) -> float | None:
@@ -150,12 +144,10 @@ def build_index(tree: Path, db: Path, model: Model, reindex: bool) -> float | No
         path.unlink(missing_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)
     log(f"indexing {tree} into {db} with {model.backend}")
-    started = time.perf_counter()
     done = cli(["index", str(tree), "--db", str(db), "--backend", model.backend], model)
-    seconds = time.perf_counter() - started
     log(done.stdout.strip())
-    log(f"indexed in {seconds:.1f} s")
-    return seconds
+    log(f"indexed in {done.seconds:.1f} s (peak RSS {done.peak_rss_mb:.0f} MB)")
+    return done.seconds
 
 
 def first_answer_rank(sources: Iterable[str | None], answers: frozenset[str]) -> int | None:
@@ -180,9 +172,7 @@ def run_mode(
     search(store, questions[0].text, vectors[0], DEPTH)  # warm: in-memory index, caches
     records = []
     for question, vector in zip(questions, vectors, strict=True):
-        started = time.perf_counter()
-        hits = search(store, question.text, vector, DEPTH)
-        elapsed = (time.perf_counter() - started) * 1000
+        hits, elapsed = timed(search, store, question.text, vector, DEPTH)
         rank = chunk_rank(hits, question.answers)
         records.append({"id": question.id, "rank": rank, "ms": elapsed})
     return records
@@ -233,9 +223,8 @@ def measure_model(
     seconds = build_index(arguments.tree, db, model, arguments.reindex)
     with VectorStore(db, read_only=True, model_path=model.path) as store:
         indexed = set(store.sources())
-        started = time.perf_counter()
-        vectors = store.embedder.embed_query([question.text for question in questions])
-        embed_ms = (time.perf_counter() - started) * 1000
+        texts = [question.text for question in questions]
+        vectors, embed_ms = timed(store.embedder.embed_query, texts)
         runs = {}
         for mode in arguments.modes:
             log(f"{name}: {mode} on {len(questions)} questions")
@@ -375,8 +364,9 @@ def main() -> None:
         arguments.questions, arguments.strip_prefix, arguments.keep_duplicates
     )
     log(f"{len(questions)} questions from {arguments.questions}")
-    started = time.perf_counter()
-    results = {name: measure_model(name, questions, arguments) for name in arguments.models}
+    results, elapsed_ms = timed(
+        lambda: {name: measure_model(name, questions, arguments) for name in arguments.models}
+    )
     report = {
         "label": arguments.label,
         "tree": str(arguments.tree),
@@ -384,8 +374,8 @@ def main() -> None:
         "question_count": len(questions),
         "strip_prefix": arguments.strip_prefix,
         "ks": KS,
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
-        "seconds": time.perf_counter() - started,
+        **machine(),
+        "seconds": elapsed_ms / 1000,
         "results": results,
     }
     out = arguments.out or HERE / "results" / date.today().isoformat() / (

@@ -1,18 +1,31 @@
-"""Indexing throughput: the DuckDB docs folder (425 Markdown files) against embedding alone.
+"""Write throughput: indexing a folder, and bulk writes of precomputed vectors.
 
-Each run is a fresh process (so its peak RSS is its own) with the model loaded before the clock
-starts. Embedding alone (the same chunks through the same embedder, no storage) and a full index
-run alternate ``--repeat`` times, so both see the same machine; medians are reported with their
-ratio. Then a no-change re-run, and a folder of ``--copies`` distinct copies. Each run also
-reports the CPU seconds of the whole process (all threads) and how long the embedder was busy:
-in an index run it embeds in a thread beside the chunking, tokenizing and writing.
+``--mode folder`` (the default): a docs tree (the DuckDB docs, or ``--tree``: the Ray docs with
+``--tree ray``) indexed by ``duckdb-vectors index`` as a user runs it, one fresh process a run:
+embedding alone (the same chunks through the same embedder, no storage), the index run and a
+re-run over the unchanged folder take turns for ``--rounds`` rounds. Reported: each process's
+wall time (start to exit, imports and model included), the index run's own ``seconds`` (its
+``--json`` summary) against embedding alone, CPU seconds and peak RSS. ``--copies N`` then
+indexes N distinct copies of the tree once.
 
-    python bench/index_throughput.py                      # static model, 3 repeats, 20 copies
-    python bench/index_throughput.py --copies 0 --folder data --backend \\
-        fastembed:sentence-transformers/all-MiniLM-L6-v2 \\
-        --model-path ../shared/models/onnx-minilm-l6-v2-int8   # a transformer model
+``--mode bulk``: the rows of ``--parquet`` (the ``index --from-parquet`` layout; else
+``--rows`` synthetic ones from common.write_rows) written by ``put_vectors`` (in ``--calls``
+calls) and by ``duckdb-vectors index --from-parquet``, beside a plain DuckDB table of the same
+rows and, with ``--peers-python``, sqlite-vec + FTS5 and LanceDB bulk inserts (bench/peers.py's
+adapters). Every write is a fresh process; rounds alternate the writers.
 
-Writes bench/out/index_throughput[-<model>].json and prints a Markdown table.
+``--baseline TREE`` runs the same duckdb-vectors runs with another checkout (its ``.venv``),
+alternating with this one.
+
+    python bench/index_throughput.py                                  # DuckDB docs, 3 rounds
+    python bench/index_throughput.py --tree ray --baseline /work/baseline --rounds 5
+    python bench/index_throughput.py --tree ../shared/evaldata/docs/duckdb/docs/current/data \\
+        --backend fastembed:sentence-transformers/all-MiniLM-L6-v2 \\
+        --model-path ../shared/models/onnx-minilm-l6-v2-int8            # a transformer
+    python bench/index_throughput.py --mode bulk --rows 100000 --calls 10 \\
+        --peers-python ../peers-venv/bin/python
+
+Writes bench/out/index_throughput-<mode>.json (or ``--out``) and prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -21,143 +34,273 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from common import DOCS, MODEL, OUT, write_json
+import numpy as np
+from common import (
+    BACKEND,
+    DIMENSION,
+    DOCS,
+    MODEL,
+    OUT,
+    RAY,
+    Run,
+    alternate,
+    machine,
+    run,
+    run_function,
+    summary,
+    tree_python,
+    write_json,
+    write_rows,
+)
 
-DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
-
-INDEX_RUN = """
-import json, resource, sys, time
-from duckdb_vectors import VectorStore, index_folder
-store = VectorStore(sys.argv[1], sys.argv[4], model_path=sys.argv[3])
-embed = store.embedder.embed
-embed(["load the model"])
-busy = []
-def timed_embed(texts):  # how long the embedding thread is busy during the run
-    begun = time.perf_counter()
-    vectors = embed(texts)
-    busy.append(time.perf_counter() - begun)
-    return vectors
-store.embedder.embed = timed_embed
-started, cpu_started = time.perf_counter(), time.process_time()
-summary = index_folder(store, sys.argv[2])
-store.close()
-seconds = time.perf_counter() - started
-chunks = summary.chunks_added + summary.chunks_updated + summary.chunks_unchanged
-print(json.dumps({"seconds": seconds, "cpu_s": time.process_time() - cpu_started,
-                  "embedding_busy_s": sum(busy), "files": summary.files_seen,
-                  "unchanged_files": summary.files_unchanged, "chunks": chunks,
-                  "embedded": summary.chunks_embedded,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
-
-EMBED_ONLY = """
-import json, resource, sys, time
-from pathlib import Path
-from duckdb_vectors import get_embedder
-from duckdb_vectors.chunkers import default_chunker
-from duckdb_vectors.rows import embedding_text
-chunker = default_chunker()
-texts = []
-for path in sorted(Path(sys.argv[1]).rglob("*.md")):
-    texts += [embedding_text(c) for c in chunker.chunk_bytes(path.read_bytes(), path.name)]
-embedder = get_embedder(sys.argv[3], model_path=Path(sys.argv[2]))
-embedder.embed(["load the model"])
-started, cpu_started = time.perf_counter(), time.process_time()
-for start in range(0, len(texts), 512):
-    embedder.embed(texts[start:start + 512])
-seconds = time.perf_counter() - started
-print(json.dumps({"seconds": seconds, "cpu_s": time.process_time() - cpu_started,
-                  "embedding_busy_s": seconds, "chunks": len(texts),
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+HERE_TREE = Path(__file__).resolve().parent.parent
 
 
-def run(script: str, *arguments: str, python: Path = Path(sys.executable)) -> dict:
-    """Run ``script`` in a fresh ``python`` process; its last stdout line is a JSON result."""
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    completed = subprocess.run(
-        [str(python), "-c", script, *arguments], capture_output=True, text=True, env=environment
+def embed_alone(db: str, backend: str, model_path: str) -> dict[str, Any]:
+    """The chunks an index holds, embedded again through the same embedder with no storage;
+    the model is loaded and the texts read before the clock starts."""
+    import time
+
+    import duckdb
+
+    from duckdb_vectors import get_embedder
+    from duckdb_vectors.rows import titled_text
+
+    with duckdb.connect(db, read_only=True) as connection:
+        rows = connection.execute("SELECT title, text FROM chunk_view ORDER BY chunk_id")
+        texts = [titled_text(title, text) for title, text in rows.fetchall()]
+    embedder = get_embedder(backend, model_path=Path(model_path))
+    embedder.embed(["load the model"])
+    started = time.perf_counter()
+    for start in range(0, len(texts), 1024):
+        embedder.embed(texts[start : start + 1024])
+    return {"seconds": time.perf_counter() - started, "chunks": len(texts)}
+
+
+def cli(tree: Path) -> str:
+    """The ``duckdb-vectors`` of a checkout (this one: the one beside this Python)."""
+    if tree == HERE_TREE:
+        return str(Path(sys.executable).parent / "duckdb-vectors")
+    return str(tree / ".venv" / "bin" / "duckdb-vectors")
+
+
+def index_run(tree: Path, folder: Path, db: Path, arguments: argparse.Namespace) -> Run:
+    command = [cli(tree), "index", str(folder), "--db", str(db), "--json", "--no-progress"]
+    command += ["--backend", arguments.backend, "--model-path", str(arguments.model_path)]
+    done = run(command, env=ENV)
+    done.result = json.loads(done.stdout)
+    return done
+
+
+def folder_mode(arguments: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    folder = arguments.tree
+    chunks = scratch / "chunks.duckdb"  # what embedding alone embeds: the index's own chunks
+    index_run(HERE_TREE, folder, chunks, arguments)
+    model = (arguments.backend, str(arguments.model_path))
+    contenders: dict[str, Callable[[], Run]] = {
+        "embedding alone": lambda: run_function(embed_alone, str(chunks), *model, env=ENV)
+    }
+    again: dict[str, list[Run]] = {label: [] for label in trees(arguments)}
+    for label, tree in trees(arguments).items():
+        db = scratch / f"{label}.duckdb"
+
+        def first_and_again(tree: Path = tree, db: Path = db, label: str = label) -> Run:
+            db.unlink(missing_ok=True)
+            first = index_run(tree, folder, db, arguments)
+            again[label].append(index_run(tree, folder, db, arguments))
+            return first
+
+        contenders[f"{label}: index"] = first_and_again
+    runs = alternate(contenders, arguments.rounds, log=print)
+    alone = runs.pop("embedding alone")
+    embedding_s = float(np.median([r.result["seconds"] for r in alone]))
+    results: dict[str, Any] = {
+        "tree": str(folder),
+        "embedding alone": summary(alone) | {"embedding_s": embedding_s},
+    }
+    for name, done in runs.items():
+        label = name.removesuffix(": index")
+        own = float(np.median([r.result["seconds"] for r in done]))
+        last = done[-1].result
+        results[name] = summary(done) | {
+            "index_seconds": own,
+            "x_embedding_alone": own / embedding_s,
+            "files": last["files_seen"],
+            "chunks": last["chunks_added"] + last["chunks_updated"] + last["chunks_unchanged"],
+        }
+        results[f"{label}: re-run, nothing changed"] = summary(again[label])
+    if arguments.copies:
+        copies = scratch / "copies"
+        for n in range(arguments.copies):
+            shutil.copytree(folder, copies / f"copy{n:02d}")
+        for n, path in enumerate(sorted(copies.rglob("*.md"))):  # nothing reused by content
+            path.write_text(path.read_text() + f"\n\nCopy marker {n}.\n")
+        db = scratch / "copies.duckdb"
+        name = f"this: index {arguments.copies}x copies"
+        results[name] = summary([index_run(HERE_TREE, copies, db, arguments)])
+        results[f"this: re-run {arguments.copies}x"] = summary(
+            [index_run(HERE_TREE, copies, db, arguments)]
+        )
+    return results
+
+
+def put_vectors(parquet: str, db: str, calls: int) -> dict[str, Any]:
+    """``put_vectors`` of every row (held in memory first, as an SDK caller would) in ``calls``
+    calls of equal size, closed."""
+    import time
+
+    import duckdb
+
+    from duckdb_vectors import VectorStore
+
+    rows = duckdb.sql(f"SELECT chunk_id, text, source, embedding FROM read_parquet('{parquet}')")
+    items = [
+        {"key": key, "text": text, "source": source, "data": {"float32": vector}}
+        for key, text, source, vector in rows.fetchall()
+    ]
+    started = time.perf_counter()
+    with VectorStore(db, BACKEND, model_path=MODEL, read_only=False) as store:
+        for part in np.array_split(np.arange(len(items)), calls):
+            store.put_vectors(items[part[0] : part[-1] + 1])
+    return {"seconds": time.perf_counter() - started}
+
+
+def plain_duckdb(parquet: str, db: str, calls: int) -> dict[str, Any]:
+    """The same rows into a plain DuckDB table (key, text, source, FLOAT[] embedding), in
+    ``calls`` transactions: what DuckDB itself takes to store them, with no text index."""
+    import time
+
+    import duckdb
+
+    table = duckdb.sql(f"SELECT chunk_id, text, source, embedding FROM read_parquet('{parquet}')")
+    rows = table.to_arrow_table()
+    started = time.perf_counter()
+    with duckdb.connect(db) as connection:
+        connection.execute(
+            "CREATE TABLE chunks (key VARCHAR PRIMARY KEY, text VARCHAR, source VARCHAR,"
+            f" embedding FLOAT[{DIMENSION}])"
+        )
+        for part in np.array_split(np.arange(len(rows)), calls):
+            batch = rows.slice(int(part[0]), len(part))  # noqa: F841 - read by the INSERT
+            connection.execute("BEGIN")
+            connection.execute(
+                f"INSERT INTO chunks SELECT chunk_id, text, source, embedding::FLOAT[{DIMENSION}]"
+                " FROM batch"
+            )
+            connection.execute("COMMIT")
+    return {"seconds": time.perf_counter() - started}
+
+
+def bulk_mode(arguments: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    import peers
+
+    parquet = arguments.parquet
+    if parquet is None:
+        parquet = scratch / "rows.parquet"
+        write_rows(parquet, arguments.rows)
+    calls = arguments.calls
+    contenders: dict[str, Callable[[], Run]] = {}
+    for label, tree in trees(arguments).items():
+        db = scratch / f"{label}.duckdb"
+        python = Path(sys.executable) if tree == HERE_TREE else tree_python(tree)
+
+        def put(python: Path = python, db: Path = db) -> Run:
+            db.unlink(missing_ok=True)
+            return run_function(put_vectors, str(parquet), str(db), calls, python=python, env=ENV)
+
+        def from_parquet(tree: Path = tree, db: Path = db) -> Run:
+            db.unlink(missing_ok=True)
+            command = [cli(tree), "index", "--from-parquet", str(parquet), "--db", str(db)]
+            command += ["--backend", BACKEND, "--model-path", str(MODEL), "--no-progress"]
+            return run(command, env=ENV)
+
+        contenders[f"{label}: put_vectors"] = put
+        contenders[f"{label}: index --from-parquet"] = from_parquet
+    contenders["plain DuckDB"] = lambda: run_function(
+        plain_duckdb, str(parquet), str(scratch / "plain.duckdb"), calls
     )
-    if completed.returncode:
-        sys.exit(f"a benchmark run under {python} failed:\n{completed.stderr[-2000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    if arguments.peers_python:
+        data = scratch / "peer-data"
+        peers.write_peer_data(parquet, data)
+        for system in ("sqlite-vec", "lancedb"):
+            contenders[system] = lambda system=system: peers.timed_build(
+                arguments.peers_python, system, data, scratch / system
+            )
+    runs = alternate(contenders, arguments.rounds, log=print)
+    for done in (one for runs_of_one in runs.values() for one in runs_of_one):
+        if isinstance(done.result, dict):  # timed inside: the write alone, not reading the rows
+            done.seconds = done.result["seconds"]
+    results = {name: summary(done) for name, done in runs.items()}
+    fastest = min(
+        (results[s]["seconds"] for s in ("sqlite-vec", "lancedb") if s in results), default=None
+    )
+    for result in results.values():
+        result["x_fastest_peer"] = result["seconds"] / fastest if fastest else None
+    return {"parquet": str(parquet), "calls": calls, "writes": results}
 
 
-def median_run(runs: list[dict]) -> dict:
-    """The run with the median time, with every run's seconds kept."""
-    ordered = sorted(runs, key=lambda r: r["seconds"])
-    return {**ordered[len(ordered) // 2], "all_seconds": [round(r["seconds"], 3) for r in runs]}
+def trees(arguments: argparse.Namespace) -> dict[str, Path]:
+    found = {"this": HERE_TREE}
+    if arguments.baseline:
+        tree_python(arguments.baseline)  # fails early if it has no venv
+        found["baseline"] = arguments.baseline.resolve()
+    return found
+
+
+def print_table(results: dict[str, Any]) -> None:
+    rows = results.get("writes", results)
+    print("| run | median s | CPU s | peak RSS MB | rounds (s) | notes |")
+    print("|---|---:|---:|---:|---|---|")
+    for name, entry in rows.items():
+        if not isinstance(entry, dict):
+            continue
+        notes = []
+        if "index_seconds" in entry:
+            notes.append(
+                f"{entry['chunks']:,} chunks; its own {entry['index_seconds']:.2f} s ="
+                f" {entry['x_embedding_alone']:.2f}x embedding alone"
+            )
+        if "embedding_s" in entry:
+            notes.append(f"embedding {entry['embedding_s']:.2f} s")
+        if entry.get("x_fastest_peer"):
+            notes.append(f"{entry['x_fastest_peer']:.2f}x the fastest peer")
+        rounds = ", ".join(f"{s:.2f}" for s in entry["rounds_s"])
+        print(
+            f"| {name} | {entry['seconds']:.2f} | {entry['cpu_s']:.2f} |"
+            f" {entry['peak_rss_mb']:,.0f} | {rounds} | {'; '.join(notes)} |"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--copies", type=int, default=20, help="0 skips the copies run")
-    parser.add_argument("--backend", default=DEFAULT_BACKEND)
+    parser.add_argument("--mode", choices=["folder", "bulk"], default="folder")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds")
+    parser.add_argument("--baseline", type=Path, help="another checkout, with its .venv")
+    parser.add_argument("--tree", default=str(DOCS), help="folder mode: a docs tree, or `ray`")
+    parser.add_argument("--copies", type=int, default=0, help="folder mode: N distinct copies")
+    parser.add_argument("--backend", default=BACKEND)
     parser.add_argument("--model-path", type=Path, default=MODEL)
-    parser.add_argument("--folder", help="a sub-folder of the docs, e.g. data (26 files)")
+    parser.add_argument("--parquet", type=Path, help="bulk mode: rows in write_rows' layout")
+    parser.add_argument("--rows", type=int, default=100_000, help="bulk mode: synthetic rows")
+    parser.add_argument("--calls", type=int, default=1, help="bulk mode: put_vectors calls")
+    parser.add_argument("--peers-python", help="bulk mode: a python with lancedb, sqlite-vec")
     parser.add_argument("--out", type=Path)
     arguments = parser.parse_args()
-    model = (str(arguments.model_path), arguments.backend)
-    docs = DOCS / arguments.folder if arguments.folder else DOCS
-    results: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory() as scratch:
-        db = Path(scratch) / "docs.duckdb"
-        embedding, indexing, rerun = [], [], []
-        for _ in range(arguments.repeat):
-            embedding.append(run(EMBED_ONLY, str(docs), *model))
-            db.unlink(missing_ok=True)
-            indexing.append(run(INDEX_RUN, str(db), str(docs), *model))
-            rerun.append(run(INDEX_RUN, str(db), str(docs), *model))
-        results["embedding alone (same chunks, no storage)"] = median_run(embedding)
-        results["index 1x"] = median_run(indexing)
-        results["re-run, nothing changed"] = median_run(rerun)
-        if arguments.copies:
-            results.update(index_copies(Path(scratch), arguments.copies, model))
-    results["index 1x"]["x_embedding_alone"] = round(
-        results["index 1x"]["seconds"]
-        / results["embedding alone (same chunks, no storage)"]["seconds"],
-        2,
-    )
-    suffix = "" if arguments.backend == DEFAULT_BACKEND else "-" + arguments.model_path.name
-    write_json(arguments.out or OUT / f"index_throughput{suffix}.json", results)
+    tree = RAY / "docs" / "doc" / "source" if arguments.tree == "ray" else Path(arguments.tree)
+    arguments.tree = tree
+    with tempfile.TemporaryDirectory(prefix="index-throughput-") as scratch:
+        mode = folder_mode if arguments.mode == "folder" else bulk_mode
+        results = mode(arguments, Path(scratch))
+    out = arguments.out or OUT / f"index_throughput-{arguments.mode}.json"
+    write_json(out, {**machine(), "rounds": arguments.rounds, **results})
     print_table(results)
-
-
-def index_copies(scratch: Path, copies: int, model: tuple[str, str]) -> dict[str, dict]:
-    folder = scratch / "copies"
-    for n in range(copies):
-        shutil.copytree(DOCS, folder / f"copy{n:02d}")
-    # Make each copy's text distinct so nothing is reused by content.
-    for n, path in enumerate(sorted(folder.rglob("*.md"))):
-        path.write_text(path.read_text() + f"\n\nCopy marker {n}.\n")
-    db = scratch / "copies.duckdb"
-    return {
-        f"index {copies}x copies": run(INDEX_RUN, str(db), str(folder), *model),
-        f"re-run {copies}x, nothing changed": run(INDEX_RUN, str(db), str(folder), *model),
-    }
-
-
-def print_table(results: dict[str, dict]) -> None:
-    print(
-        "| run | files | chunks | embedded | median s | CPU s | embedding busy s | files/s"
-        " | chunks/s | peak RSS MB |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for name, r in results.items():
-        files = r.get("files", "")
-        rate = f"{files / r['seconds']:.0f}" if files else ""
-        print(
-            f"| {name} | {files} | {r['chunks']} | {r.get('embedded', r['chunks'])} |"
-            f" {r['seconds']:.2f} | {r['cpu_s']:.2f} | {r['embedding_busy_s']:.2f} | {rate} |"
-            f" {r['chunks'] / r['seconds']:.0f} | {r['peak_rss_mb']:.0f} |"
-        )
-    print(f"\nindex 1x / embedding alone: {results['index 1x']['x_embedding_alone']}x")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ compared with the first answer to that query.
         .venv/bin/python bench/mcp_load.py --seconds 60 --tasks 8
     ... bench/mcp_load.py --transport http --sessions 16 --tasks 16 --seconds 60
 
-Writes bench/out/mcp_load.json and prints a short summary. Exit code 1 on errors or mismatches.
+Writes bench/out/mcp_load.json (or ``--out``) and prints a short summary. Exit code 1 on errors
+or mismatches.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 
 import anyio
 import httpx2
-from common import DOCS, HERE, MODEL, QUERIES, SCRIPT, write_json
+from common import DOCS, MODEL, OUT, QUERIES, SCRIPT, machine, write_json
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -237,7 +238,7 @@ def main() -> int:
     parser.add_argument("--max-calls", type=int, default=1_000_000, help="stop after this many")
     parser.add_argument("--db", type=Path, help="an existing index (default: build one)")
     parser.add_argument("--docs", type=Path, default=DOCS)
-    parser.add_argument("--out", type=Path, default=HERE / "out" / "mcp_load.json")
+    parser.add_argument("--out", type=Path, default=OUT / "mcp_load.json")
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcp-load-") as directory:
         db = arguments.db
@@ -246,7 +247,7 @@ def main() -> int:
             with VectorStore(db, model_path=MODEL) as store:
                 index_folder(store, arguments.docs)
         result = anyio.run(run, arguments, db)
-    write_json(arguments.out, result)
+    write_json(arguments.out, {**machine(), **result})
     print(
         f"{result['transport']}: {result['calls_served']} calls in {result['seconds']} s = "
         f"{result['calls_per_s']}/s ({result['tasks']} tasks, {result['sessions']} session(s));"

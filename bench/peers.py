@@ -11,13 +11,21 @@ process that opens the index and answers one query).
     python bench/peers.py                         # + XQuAD-R en and a synthetic 100k corpus
     python bench/peers.py --datasets synthetic-1m # scaling to a million chunks (about an hour)
     python bench/peers.py --systems lancedb numpy --datasets scifact
+    python bench/peers.py --mode indexing        # a docs folder, against raghilda's pipeline
+
+``--mode indexing`` indexes a folder (the DuckDB docs) next to the one peer with a folder
+pipeline, raghilda (``read_as_markdown`` with MarkItDown, its ``MarkdownChunker``,
+``DuckDBStore.ingest`` and ``build_index``), with the same static model through fastembed; each
+run a fresh process with the model loaded before the clock starts, a first index and a re-run
+over the unchanged folder, alternating ``--rounds`` times. The other peers are stores: reading,
+chunking and skipping unchanged files is their user's own loop.
 
 Run it with the peers venv (pip install -e . -r bench/requirements-peers.txt). raghilda runs
 under ``--raghilda-python``: a venv with DuckDB 1.5.5 and the PyPI ``duckdb-extension-fts`` /
 ``-vss`` wheels, because its BM25 needs the fts extension and DuckDB's extension repository
 is not reachable offline (PyPI has no fts/vss wheels for DuckDB 2.x).
 
-Writes raw numbers to bench/out/peers.json and prints a Markdown table per dataset.
+Writes raw numbers to bench/out/peers[-indexing].json (or ``--out``) and prints Markdown tables.
 """
 
 from __future__ import annotations
@@ -26,9 +34,7 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -41,12 +47,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import (
+    BACKEND,
+    DOCS,
+    OUT,
+    SHARED,
+    Run,
+    alternate,
+    latencies,
+    machine,
+    run_function,
+    summary,
+    write_json,
+)
+from common import MODEL as STATIC_MODEL
 
-HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", HERE.parent.parent / "shared"))
 IR = SHARED / "evaldata" / "ir"
-STATIC_MODEL = SHARED / "models" / "static-256-wordllama"
-BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 RAGHILDA_PYTHON = Path("/work/peers-venv-duckdb15/bin/python")
 TOP_K = 10
 DEPTH = 100  # hits asked for when judging relevance (Recall@100)
@@ -607,37 +623,6 @@ ADAPTERS: dict[str, type[Adapter]] = {
 # -- the worker: one system, one dataset, in its own process ----------------------------------
 
 
-def peak_rss_mb() -> float:
-    """This process's peak RSS. ru_maxrss would not do: Linux carries the parent's peak
-    across fork and exec, so every worker would report at least the parent's ~250 MB."""
-    status = Path("/proc/self/status")
-    if status.exists():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024  # kB
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def timed(function: Callable[[int], object], repeat: int) -> dict[str, Any]:
-    for i in range(min(5, repeat)):  # warm-up
-        function(i)
-    samples = []
-    cpu_started, load = time.process_time(), os.getloadavg()[0]
-    for i in range(repeat):
-        started = time.perf_counter()
-        function(i)
-        samples.append((time.perf_counter() - started) * 1000)
-    cpu_ms = (time.process_time() - cpu_started) * 1000 / repeat
-    samples.sort()
-    return {
-        "p50_ms": statistics.median(samples),
-        "p95_ms": samples[min(len(samples) - 1, int(len(samples) * 0.95))],
-        "cpu_ms_mean": cpu_ms,  # all threads of the process: less sensitive to a busy machine
-        "n": repeat,
-        "loadavg_1m": [load, os.getloadavg()[0]],  # before and after: other work on the box
-    }
-
-
 def modes(adapter: Adapter) -> dict[str, Callable[[int, int], list[str] | None]]:
     data = adapter.data
     return {
@@ -646,18 +631,20 @@ def modes(adapter: Adapter) -> dict[str, Callable[[int, int], list[str] | None]]
     }
 
 
-def work(system: str, data_dir: Path, root: Path, task: str, repeat: int) -> dict[str, Any]:
-    data = Data(data_dir)
-    adapter = ADAPTERS[system](root, data)
+def work(system: str, data_dir: str, root: str, task: str, repeat: int) -> dict[str, Any]:
+    """``build``: build, open, time the queries, rank the judged ones; ``cold``: open the built
+    index and answer one query."""
+    data = Data(Path(data_dir))
+    adapter = ADAPTERS[system](Path(root), data)
     count = len(data.queries)
-    if task == "cold":  # a fresh process: open the index and answer one query
+    if task == "cold":
         started = time.perf_counter()
         adapter.open()
         search = modes(adapter)
         _ = search["hybrid"](0, TOP_K) or search["vector"](0, TOP_K)
-        return {"cold_s": time.perf_counter() - started, "cold_rss_mb": peak_rss_mb()}
+        return {"cold_s": time.perf_counter() - started}
 
-    result: dict[str, Any] = {"rss_data_loaded_mb": peak_rss_mb()}
+    result: dict[str, Any] = {}
     started = time.perf_counter()
     adapter.build()
     result["build_s"] = time.perf_counter() - started
@@ -667,11 +654,10 @@ def work(system: str, data_dir: Path, root: Path, task: str, repeat: int) -> dic
     for mode, search in modes(adapter).items():
         if search(0, TOP_K) is None:
             continue
-        entry = timed(lambda i, search=search: search(i % count, TOP_K), repeat)
+        entry: dict[str, Any] = latencies(lambda i, search=search: search(i % count, TOP_K), repeat)
         if data.judged:
             entry["ranked"] = [search(i, DEPTH) for i in range(data.judged)]
         result[mode] = entry
-    result["peak_rss_mb"] = peak_rss_mb()
     adapter.close()
     return result | adapter.extra
 
@@ -679,40 +665,58 @@ def work(system: str, data_dir: Path, root: Path, task: str, repeat: int) -> dic
 def run_worker(
     python: Path, system: str, data_dir: Path, root: Path, task: str, repeat: int, blas: int
 ) -> dict[str, Any]:
-    out = root.parent / f"{root.name}-{task}.json"
-    command = [
-        str(python),
-        str(Path(__file__).resolve()),
-        "--worker",
-        system,
-        "--data",
-        str(data_dir),
-        "--index",
-        str(root),
-        "--task",
-        task,
-        "--repeat",
-        str(repeat),
-        "--result",
-        str(out),
-    ]
     # numpy's OpenBLAS threads (duckdb-vectors, bm25s, numpy). With 2 threads on a small
     # shared machine a matrix-vector product waits for a descheduled peer thread: ~8 ms
     # spikes at 5k chunks. 1 thread avoids them, but is ~2x slower at 100k on an idle box.
     env = os.environ | {"OPENBLAS_NUM_THREADS": str(blas), "HF_HUB_OFFLINE": "1"}
-    started = time.perf_counter()
-    finished = subprocess.run(
-        command, timeout=WORKER_TIMEOUT_S, capture_output=True, text=True, env=env
+    done = run_function(
+        work,
+        system,
+        str(data_dir),
+        str(root),
+        task,
+        repeat,
+        python=python,
+        env=env,
+        timeout=WORKER_TIMEOUT_S,
     )
-    wall = time.perf_counter() - started
-    if finished.returncode != 0:
-        tail = (finished.stderr or finished.stdout).strip().splitlines()[-12:]
-        raise RuntimeError(
-            f"{system} {task} failed (exit {finished.returncode}):\n  " + "\n  ".join(tail)
-        )
-    result = json.loads(out.read_text())
-    result[f"{task}_process_s"] = wall
-    return result
+    peak = "peak_rss_mb" if task == "build" else "cold_rss_mb"
+    return done.result | {f"{task}_process_s": done.seconds, peak: done.peak_rss_mb}
+
+
+def build_only(system: str, data_dir: str, root: str) -> dict[str, Any]:
+    """Build ``system``'s index of the rows in ``data_dir`` alone: the seconds it took."""
+    adapter = ADAPTERS[system](Path(root), Data(Path(data_dir)))
+    started = time.perf_counter()
+    adapter.build()
+    return {"seconds": time.perf_counter() - started}
+
+
+def timed_build(python: str, system: str, data: Path, root: Path) -> Run:
+    """A bulk insert of the rows by ``system`` in a fresh ``python`` process (the peers'
+    venv), for index_throughput.py's bulk mode; ``Run.result`` holds the build's own time."""
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    done = run_function(build_only, system, str(data), str(root), python=python)
+    shutil.rmtree(root)
+    return done
+
+
+def write_peer_data(parquet: Path, folder: Path) -> None:
+    """The rows of a Parquet file in ``Data``'s layout (no queries: only builds are run)."""
+    import duckdb
+
+    with duckdb.connect() as connection:
+        table = connection.sql(
+            f"SELECT chunk_id, text, embedding FROM read_parquet('{parquet}')"
+        ).to_arrow_table()
+    embeddings = table.column("embedding").combine_chunks()
+    values = embeddings.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {"ids": table.column("chunk_id").to_pylist(), "texts": table.column("text").to_pylist()}
+    (folder / "data.json").write_text(json.dumps(data | {"queries": [], "judged": 0}))
+    np.save(folder / "vectors.npy", values.reshape(len(embeddings), -1))
+    np.save(folder / "query_vectors.npy", np.zeros((0, values.size // max(len(embeddings), 1))))
 
 
 # -- the parent: prepare, run every system in turn, score, report -----------------------------
@@ -751,7 +755,7 @@ def run_dataset(
         try:
             result = run_worker(python, system, data_dir, root, "build", repeat, blas)
             result.update(run_worker(python, system, data_dir, root, "cold", repeat, blas))
-        except (RuntimeError, subprocess.TimeoutExpired) as error:
+        except RuntimeError as error:
             print(f"   FAILED: {error}", flush=True)
             report["systems"][system] = {"error": str(error)}
             continue
@@ -763,11 +767,11 @@ def run_dataset(
             if mode in result and "ranked" in result[mode]:
                 result[mode].update(score(result[mode].pop("ranked"), query_ids, qrels))
         report["systems"][system] = result
-        print("   " + summary(result), flush=True)
+        print("   " + one_line(result), flush=True)
     return report
 
 
-def summary(result: dict[str, Any]) -> str:
+def one_line(result: dict[str, Any]) -> str:
     parts = [f"build {result['build_s']:.1f}s", f"{result['disk_mb']:.1f} MB"]
     for mode in ("vector", "hybrid"):
         if mode in result:
@@ -843,8 +847,137 @@ def versions(raghilda_python: Path) -> dict[str, str]:
     return found
 
 
+# -- indexing a folder, against raghilda's pipeline --------------------------------------
+
+
+def index_with_duckdb_vectors(db: str, folder: str) -> dict[str, Any]:
+    """``index_folder`` of ``folder`` into ``db``, the model loaded before the clock starts."""
+    from duckdb_vectors import VectorStore, index_folder
+
+    store = VectorStore(db, BACKEND, model_path=STATIC_MODEL)
+    store.embedder.embed(["load the model"])
+    started = time.perf_counter()
+    done = index_folder(store, folder)
+    store.close()
+    return {
+        "seconds": time.perf_counter() - started,
+        "files": done.files_seen,
+        "unchanged": done.files_unchanged,
+        "chunks": done.chunks_added + done.chunks_updated + done.chunks_unchanged,
+    }
+
+
+def index_with_raghilda(db: str, folder: str) -> dict[str, Any]:
+    """raghilda's pipeline as its documentation shows it, with the same static model."""
+    from fastembed import TextEmbedding
+    from markitdown import StreamInfo
+    from raghilda.chunker import MarkdownChunker
+    from raghilda.embedding import EmbeddingProvider, EmbedInputType, register_embedding_provider
+    from raghilda.read import read_as_markdown
+    from raghilda.store import DuckDBStore
+
+    @register_embedding_provider("BenchFastembed")
+    class Fastembed(EmbeddingProvider):
+        def __init__(self, name: str, path: str) -> None:
+            self.name, self.path = name, path
+            self.model = TextEmbedding(name, specific_model_path=path)
+
+        def embed(self, x, input_type=EmbedInputType.DOCUMENT):
+            if input_type == EmbedInputType.QUERY:
+                return [v.tolist() for v in self.model.query_embed(list(x))]
+            return [v.tolist() for v in self.model.embed(list(x))]
+
+        def get_config(self) -> dict[str, str]:
+            return {"type": "BenchFastembed", "name": self.name, "path": self.path}
+
+        @classmethod
+        def from_config(cls, config: dict[str, str]) -> Fastembed:
+            return cls(config["name"], config["path"])
+
+    provider = Fastembed(BACKEND.removeprefix("fastembed:"), str(STATIC_MODEL))
+    provider.embed(["load the model"])
+    existed = Path(db).exists()
+    started = time.perf_counter()
+    store = DuckDBStore.connect(db) if existed else DuckDBStore.create(db, embed=provider)
+    chunker, counted, retried = MarkdownChunker(), [0], []
+
+    def read(path: Path) -> Any:
+        try:
+            return read_as_markdown(str(path))
+        except Exception:  # MarkItDown guesses the charset from the file's start: say it,
+            retried.append(path.name)  # as its error message suggests
+            return read_as_markdown(str(path), stream_info=StreamInfo(charset="utf-8"))
+
+    def documents() -> Any:
+        for path in sorted(Path(folder).rglob("*.md")):
+            document = chunker.chunk(read(path))
+            counted[0] += len(document.chunks)
+            yield document
+
+    done = store.ingest(documents())
+    ingested = time.perf_counter()
+    store.build_index()
+    store.con.close()
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": seconds,
+        "ingest_s": ingested - started,
+        "build_index_s": seconds - (ingested - started),
+        "files": done.inserted + done.replaced + done.skipped,
+        "unchanged": done.skipped,
+        "chunks": counted[0],
+        "charset_retries": retried,
+    }
+
+
+def indexing(arguments: argparse.Namespace) -> dict[str, Any]:
+    """Both pipelines over one folder, each a first index then a re-run, in turns."""
+    folder = str(arguments.folder)
+    env = os.environ | {"HF_HUB_OFFLINE": "1"}
+    pipelines = {"duckdb-vectors": (index_with_duckdb_vectors, Path(sys.executable))}
+    if arguments.raghilda_python.exists():
+        pipelines["raghilda"] = (index_with_raghilda, arguments.raghilda_python)
+    else:
+        print(f"no {arguments.raghilda_python}: duckdb-vectors alone", file=sys.stderr)
+    reruns: dict[str, list[Run]] = {name: [] for name in pipelines}
+    with tempfile.TemporaryDirectory(prefix="peer-indexing-") as scratch:
+        contenders: dict[str, Callable[[], Run]] = {}
+        for name, (function, python) in pipelines.items():
+
+            def first_and_again(
+                name: str = name, function: Any = function, python: Path = python
+            ) -> Run:
+                db = Path(scratch) / f"{name}.duckdb"
+                db.unlink(missing_ok=True)
+                first = run_function(function, str(db), folder, python=python, env=env)
+                reruns[name].append(run_function(function, str(db), folder, python=python, env=env))
+                return first
+
+            contenders[name] = first_and_again
+        runs = alternate(contenders, arguments.rounds, log=print)
+    results = {}
+    for name, done in [*runs.items(), *((f"{n}, re-run", r) for n, r in reruns.items())]:
+        own = [r.result["seconds"] for r in done]
+        results[name] = summary(done) | done[-1].result | {"seconds": statistics.median(own)}
+    return {"folder": folder, "rounds": arguments.rounds, "results": results}
+
+
+def indexing_table(report: dict[str, Any]) -> str:
+    lines = [
+        "| run | files | unchanged | chunks | median s | files/s | process CPU s | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in report["results"].items():
+        lines.append(
+            f"| {name} | {r['files']} | {r['unchanged']} | {r['chunks']:,} | {r['seconds']:.2f}"
+            f" | {r['files'] / r['seconds']:.0f} | {r['cpu_s']:.2f} | {r['peak_rss_mb']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=["query", "indexing"], default="query")
     parser.add_argument("--quick", action="store_true", help="SciFact only, fewer repeats")
     parser.add_argument("--datasets", nargs="*", choices=DATASETS)
     parser.add_argument("--systems", nargs="*", choices=SYSTEMS, default=list(SYSTEMS))
@@ -859,20 +992,16 @@ def main() -> None:
     parser.add_argument(
         "--blas-threads", type=int, default=1, help="OPENBLAS_NUM_THREADS for the workers"
     )
-    parser.add_argument("--out", type=Path, default=HERE / "out" / "peers.json")
-    parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
-    parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--index", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--task", choices=("build", "cold"), help=argparse.SUPPRESS)
-    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, default=DOCS, help="indexing mode: the docs")
+    parser.add_argument("--rounds", type=int, default=3, help="indexing mode: rounds")
+    parser.add_argument("--out", type=Path)
     arguments = parser.parse_args()
     os.environ["HF_HUB_OFFLINE"] = "1"
 
-    if arguments.worker:
-        result = work(
-            arguments.worker, arguments.data, arguments.index, arguments.task, arguments.repeat
-        )
-        arguments.result.write_text(json.dumps(result))
+    if arguments.mode == "indexing":
+        report = indexing(arguments)
+        write_json(arguments.out or OUT / "peers-indexing.json", {**machine(), **report})
+        print(indexing_table(report))
         return
 
     datasets = arguments.datasets or (["scifact"] if arguments.quick else list(DEFAULT_DATASETS))
@@ -896,21 +1025,21 @@ def main() -> None:
                 arguments.blas_threads,
             )
     report = {
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
+        **machine(),
         "versions": versions(arguments.raghilda_python),
         "top_k": TOP_K,
         "openblas_threads": arguments.blas_threads,
         "elapsed_s": time.perf_counter() - started,
         "datasets": reports,
     }
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(report, indent=1))
+    out = arguments.out or OUT / "peers.json"
+    write_json(out, report)
     print()
     for name, dataset in reports.items():
         print(table(name, dataset) + "\n")
     notes = {s: ADAPTERS[s].hybrid_note for s in systems if ADAPTERS[s].hybrid_note}
     print("hybrid = " + "; ".join(f"{s}: {note}" for s, note in notes.items()))
-    print(f"raw numbers: {arguments.out} ({report['elapsed_s']:.0f}s)")
+    print(f"raw numbers: {out} ({report['elapsed_s']:.0f}s)")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,20 @@
 """Warm query latency at 5k (SciFact), 100k and 1M chunks of 256 dimensions.
 
-Everything is measured in one long-lived process, side by side, with a numpy brute-force
-top-k as the physical-limit reference and DuckDB's own ``ORDER BY array_cosine_distance``
-scan for comparison. Query embedding is excluded (vectors are precomputed), so only storage
-and ranking are timed; store calls include fetching the 10 result rows.
+Each size's index is built once per checkout measured. Then reader processes take turns
+(``--rounds``, alternating with ``--baseline``'s where given): each opens the index read-only,
+times ``warm_up()`` and its RSS after it, and then times, query by query, vector-only and hybrid
+search from the in-memory index, the same from SQL (``memory_index=False``, the path a one-shot
+process takes), numpy's exact scan of the same normalised vectors (the reference) and DuckDB's
+own ``ORDER BY array_cosine_distance``. Query vectors are given, so the embedding is left out;
+the store's calls include building the ten hits. 5k is BEIR SciFact (real queries); 100k and
+1M are random unit vectors with ~80-word texts drawn from SciFact's word frequencies.
 
-    python bench/query_latency.py --quick        # 5k and 100k
-    python bench/query_latency.py                # 5k, 100k and 1M
-    python bench/query_latency.py --sizes 5000 --repeat 500
+    python bench/query_latency.py --quick                       # 5k and 100k
+    python bench/query_latency.py                               # 5k, 100k and 1M
+    python bench/query_latency.py --sizes 100000 --baseline /work/baseline --rounds 5
 
-Writes raw numbers to bench/out/query_latency.json and prints a Markdown table.
+``--baseline`` is another checkout with its own ``.venv``. Writes bench/out/query_latency.json
+(or ``--out``) and prints a Markdown table of medians.
 """
 
 from __future__ import annotations
@@ -17,29 +22,34 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
-import platform
-import statistics
+import sys
 import tempfile
-import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import duckdb
 import numpy as np
+from common import (
+    BACKEND,
+    DIMENSION,
+    MODEL,
+    OUT,
+    SHARED,
+    alternate,
+    latencies,
+    machine,
+    median,
+    rss_mb,
+    run_function,
+    timed,
+    tree_python,
+    write_json,
+)
 
-from duckdb_vectors import VectorStore
-from duckdb_vectors.tokenizer import tokenize
-
-HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", HERE.parent.parent / "shared"))
 SCIFACT = SHARED / "evaldata" / "ir" / "scifact"
-STATIC_MODEL = SHARED / "models" / "static-256-wordllama"
-BACKEND = "fastembed:minishlab/potion-multilingual-128M"
-DIMENSION = 256
 TOP_K = 10
 BATCH = 50_000
+PATHS = ("numpy", "memory_vector", "memory_hybrid", "sql_vector", "sql_hybrid", "duckdb_scan")
 
 
 def scifact() -> tuple[list[str], list[str], list[str]]:
@@ -50,146 +60,134 @@ def scifact() -> tuple[list[str], list[str], list[str]]:
     return [d["_id"] for d in documents], texts, queries
 
 
-def build_scifact(path: Path) -> tuple[VectorStore, list[str]]:
+def build(path: str, size: int) -> dict[str, Any]:
+    """The index of ``size`` chunks at ``path``, and its queries beside it (``.json``)."""
+    from duckdb_vectors import VectorStore
+    from duckdb_vectors.tokenizer import tokenize
+
     ids, texts, queries = scifact()
-    store = VectorStore(path, BACKEND, model_path=STATIC_MODEL)
-    store.add_texts(texts, ids=ids)
-    return store, queries
+    with VectorStore(path, BACKEND, model_path=MODEL) as store:
+        if size == 5000:
+            store.add_texts(texts, ids=ids)
+            vectors = store.embedder.embed_query(queries)
+        else:
+            counts = Counter(token for text in texts for token in tokenize(text))
+            words = np.array(list(counts))
+            probabilities = np.array(list(counts.values()), dtype=np.float64)
+            probabilities /= probabilities.sum()
+            rng = np.random.default_rng(7)
+            for start in range(0, size, BATCH):
+                count = min(BATCH, size - start)
+                block = rng.normal(size=(count, DIMENSION)).astype(np.float32)
+                picks = rng.choice(len(words), size=(count, 80), p=probabilities)
+                store.put_vectors(
+                    [
+                        {
+                            "key": f"c{start + i}",
+                            "data": {"float32": block[i]},
+                            "text": " ".join(words[picks[i]]),
+                            "metadata": {"n": start + i},
+                        }
+                        for i in range(count)
+                    ]
+                )
+            # Queries: 2-5 mid-frequency words, as people type them; random vectors.
+            middle = words[np.argsort(-probabilities)[50:5000]]
+            queries = [" ".join(rng.choice(middle, size=rng.integers(2, 6))) for _ in range(300)]
+            vectors = rng.normal(size=(len(queries), DIMENSION))
+    vectors = np.asarray(vectors, dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    Path(path).with_suffix(".json").write_text(
+        json.dumps({"queries": queries, "vectors": vectors.tolist()})
+    )
+    return {"chunks": size, "file_mb": Path(path).stat().st_size / 1e6}
 
 
-def build_synthetic(path: Path, size: int, seed: int = 7) -> tuple[VectorStore, list[str]]:
-    """``size`` chunks: random unit vectors and ~80-word texts drawn from SciFact's word counts."""
-    _, texts, _ = scifact()
-    counts = Counter(token for text in texts for token in tokenize(text))
-    words = np.array(list(counts))
-    probabilities = np.array(list(counts.values()), dtype=np.float64)
-    probabilities /= probabilities.sum()
-    rng = np.random.default_rng(seed)
-    store = VectorStore(path, BACKEND, model_path=STATIC_MODEL)
-    for start in range(0, size, BATCH):
-        count = min(BATCH, size - start)
-        vectors = rng.normal(size=(count, DIMENSION)).astype(np.float32)
-        picks = rng.choice(len(words), size=(count, 80), p=probabilities)
-        store.put_vectors(
-            [
-                {
-                    "key": f"c{start + i}",
-                    "data": {"float32": vectors[i]},
-                    "text": " ".join(words[picks[i]]),
-                    "metadata": {"n": start + i},
-                }
-                for i in range(count)
-            ]
-        )
-        print(f"  wrote {start + count:,}/{size:,}", flush=True)
-    # Queries: 2-5 mid-frequency words, as people type them.
-    middle = words[np.argsort(-probabilities)[50:5000]]
-    queries = [" ".join(rng.choice(middle, size=rng.integers(2, 6))) for _ in range(200)]
-    return store, queries
+def reader(path: str, repeat: int) -> dict[str, Any]:
+    """A fresh reader: ``warm_up()``, its RSS, and the p50/p95 of every path."""
+    import duckdb
 
+    from duckdb_vectors import VectorStore
 
-def timed(function: Callable[[int], object], repeat: int) -> dict[str, float]:
-    for i in range(min(5, repeat)):
-        function(i)
-    samples = []
-    for i in range(repeat):
-        started = time.perf_counter()
-        function(i)
-        samples.append((time.perf_counter() - started) * 1000)
-    samples.sort()
-    return {
-        "p50_ms": statistics.median(samples),
-        "p95_ms": samples[min(len(samples) - 1, int(len(samples) * 0.95))],
-        "n": repeat,
-    }
-
-
-def measure(path: Path, store: VectorStore, queries: list[str], repeat: int) -> dict[str, object]:
-    size = store.count()
-    rng = np.random.default_rng(1)
-    query_vectors = store.embedder.embed_query(queries[: repeat + 5]).astype(np.float32)
-    if size > 10_000:  # synthetic vectors are random: query near stored ones instead
-        query_vectors = rng.normal(size=(repeat + 5, DIMENSION)).astype(np.float32)
-    query_vectors /= np.linalg.norm(query_vectors, axis=1, keepdims=True)
+    saved = json.loads(Path(path).with_suffix(".json").read_text())
+    texts, vectors = saved["queries"], np.asarray(saved["vectors"], dtype=np.float32)
+    text = lambda i: texts[i % len(texts)]  # noqa: E731
+    vector = lambda i: vectors[i % len(vectors)]  # noqa: E731
+    result: dict[str, Any] = {"rss_before_mb": rss_mb()}
+    store = VectorStore(path, model_path=MODEL, read_only=True)
+    _, result["warm_up_ms"] = timed(store.warm_up)
+    result["rss_after_warm_up_mb"] = rss_mb()
+    result["memory_vector"] = latencies(lambda i: store.query_vectors(vector(i), TOP_K), repeat)
+    result["memory_hybrid"] = latencies(
+        lambda i: store.query(text(i), TOP_K, vector=vector(i)), repeat
+    )
     store.close()
 
-    results: dict[str, object] = {"chunks": size, "file_mb": path.stat().st_size / 1e6}
-    reader = VectorStore(path, model_path=STATIC_MODEL, read_only=True)
-    started = time.perf_counter()
-    reader.warm_up()
-    results["memory_index_load_s"] = time.perf_counter() - started
-    matrix = reader._memory.vectors.matrix  # the same normalised float32 matrix numpy gets
+    few = max(5, repeat // 5)
+    sql = VectorStore(path, model_path=MODEL, read_only=True, memory_index=False)
+    result["sql_vector"] = latencies(lambda i: sql.query_vectors(vector(i), TOP_K), few)
+    result["sql_hybrid"] = latencies(lambda i: sql.query(text(i), TOP_K, vector=vector(i)), few)
+    sql.close()
 
-    def numpy_top(i: int) -> object:
-        scores = matrix @ query_vectors[i % len(query_vectors)]
+    with duckdb.connect(path, read_only=True) as raw:
+        statement = (
+            f"SELECT chunk_id FROM chunks ORDER BY array_cosine_distance(embedding,"
+            f" $1::FLOAT[{DIMENSION}]) LIMIT {TOP_K}"
+        )
+        result["duckdb_scan"] = latencies(
+            lambda i: raw.execute(statement, [vector(i).tolist()]).fetchall(), few
+        )
+        matrix = np.stack(raw.execute("SELECT embedding FROM chunks").fetchnumpy()["embedding"])
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+
+    def numpy_top(i: int) -> np.ndarray:
+        scores = matrix @ vector(i)
         top = np.argpartition(-scores, TOP_K)[:TOP_K]
         return top[np.argsort(-scores[top])]
 
-    text = lambda i: queries[i % len(queries)]  # noqa: E731
-    vector = lambda i: query_vectors[i % len(query_vectors)]  # noqa: E731
-    results["numpy_brute_force"] = timed(numpy_top, repeat)
-    results["memory_vector"] = timed(lambda i: reader.query_vectors(vector(i), TOP_K), repeat)
-    results["memory_hybrid"] = timed(
-        lambda i: reader.query(text(i), TOP_K, vector=vector(i)), repeat
-    )
-    reader.close()
-
-    sql_repeat = max(5, repeat // 5)
-    one_shot = VectorStore(path, model_path=STATIC_MODEL, read_only=True, memory_index=False)
-    results["sql_vector"] = timed(lambda i: one_shot.query_vectors(vector(i), TOP_K), sql_repeat)
-    results["sql_hybrid"] = timed(
-        lambda i: one_shot.query(text(i), TOP_K, vector=vector(i)), sql_repeat
-    )
-    one_shot.close()
-
-    raw = duckdb.connect(str(path), read_only=True)
-    results["duckdb_order_by_scan"] = timed(
-        lambda i: raw.execute(
-            f"SELECT chunk_id FROM chunks ORDER BY array_cosine_distance(embedding, "
-            f"$1::FLOAT[{DIMENSION}]) LIMIT {TOP_K}",
-            [vector(i).tolist()],
-        ).fetchall(),
-        sql_repeat,
-    )
-    raw.close()
-    reference = results["numpy_brute_force"]["p50_ms"]  # type: ignore[index]
-    for name in ("memory_vector", "memory_hybrid", "sql_vector", "duckdb_order_by_scan"):
-        entry = results[name]
-        entry["vs_numpy"] = entry["p50_ms"] / reference  # type: ignore[index]
-    results["hybrid_vs_vector"] = (
-        results["memory_hybrid"]["p50_ms"] / results["memory_vector"]["p50_ms"]  # type: ignore[index]
-    )
-    return results
+    result["numpy"] = latencies(numpy_top, repeat)
+    return result
 
 
-def table(runs: list[dict[str, object]]) -> str:
-    names = [
-        "numpy_brute_force",
-        "memory_vector",
-        "memory_hybrid",
-        "sql_vector",
-        "sql_hybrid",
-        "duckdb_order_by_scan",
-    ]
+def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {
+        "warm_up_s": median(r["warm_up_ms"] for r in runs) / 1000,
+        "rss_after_warm_up_mb": median(r["rss_after_warm_up_mb"] for r in runs),
+    }
+    for name in PATHS:
+        merged[name] = {q: median(r[name][q] for r in runs) for q in ("p50_ms", "p95_ms")}
+    for name in PATHS[1:]:
+        merged[name]["x_numpy"] = merged[name]["p50_ms"] / merged["numpy"]["p50_ms"]
+    return merged
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    columns = [(size, tree) for size, trees in results.items() for tree in trees]
     lines = [
-        "| path | "
-        + " | ".join(f"{r['chunks']:,} chunks p50 / p95 ms (x numpy)" for r in runs)
-        + " |",
-        "|---|" + "---|" * len(runs),
+        "| path | " + " | ".join(f"{size:,} chunks, {tree}" for size, tree in columns) + " |",
+        "|---|" + "---:|" * len(columns),
     ]
-    for name in names:
+    cell = lambda size, tree: results[size][tree]["medians"]  # noqa: E731
+    for name in PATHS:
         cells = []
-        for run in runs:
-            entry = run[name]
-            ratio = f" ({entry['vs_numpy']:.2f}x)" if "vs_numpy" in entry else ""
+        for size, tree in columns:
+            entry = cell(size, tree)[name]
+            ratio = f" ({entry['x_numpy']:.2f}x)" if "x_numpy" in entry else ""
             cells.append(f"{entry['p50_ms']:.3f} / {entry['p95_ms']:.3f}{ratio}")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} p50 / p95 ms | " + " | ".join(cells) + " |")
     lines.append(
-        "| memory index load (s) | "
-        + " | ".join(f"{r['memory_index_load_s']:.2f}" for r in runs)
+        "| warm_up() s | " + " | ".join(f"{cell(s, t)['warm_up_s']:.2f}" for s, t in columns) + " |"
+    )
+    lines.append(
+        "| RSS after warm_up() MB | "
+        + " | ".join(f"{cell(s, t)['rss_after_warm_up_mb']:.0f}" for s, t in columns)
         + " |"
     )
-    lines.append("| file size (MB) | " + " | ".join(f"{r['file_mb']:.0f}" for r in runs) + " |")
+    lines.append(
+        "| file MB | "
+        + " | ".join(f"{results[s][t]['build']['file_mb']:.0f}" for s, t in columns)
+        + " |"
+    )
     return "\n".join(lines)
 
 
@@ -197,28 +195,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5k and 100k only")
     parser.add_argument("--sizes", type=int, nargs="*", help="chunk counts (5000 = SciFact)")
-    parser.add_argument("--repeat", type=int, default=200)
-    parser.add_argument("--out", type=Path, default=HERE / "out" / "query_latency.json")
+    parser.add_argument("--repeat", type=int, default=200, help="timed queries of each path")
+    parser.add_argument(
+        "--rounds", type=int, help="reader processes per checkout (1; 3 with a baseline)"
+    )
+    parser.add_argument("--baseline", type=Path, help="another checkout, with its .venv")
+    parser.add_argument("--out", type=Path, default=OUT / "query_latency.json")
     arguments = parser.parse_args()
     sizes = arguments.sizes or ([5000, 100_000] if arguments.quick else [5000, 100_000, 1_000_000])
-    runs = []
-    with tempfile.TemporaryDirectory() as scratch:
+    trees = {"this": Path(sys.executable)}
+    if arguments.baseline:
+        trees["baseline"] = tree_python(arguments.baseline)
+    rounds = arguments.rounds or (3 if arguments.baseline else 1)
+    results: dict[int, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="query-latency-") as scratch:
         for size in sizes:
-            path = Path(scratch) / f"bench-{size}.duckdb"
-            print(f"building {size:,} chunks ...", flush=True)
-            store, queries = build_scifact(path) if size == 5000 else build_synthetic(path, size)
             repeat = arguments.repeat if size <= 100_000 else max(20, arguments.repeat // 5)
-            runs.append(measure(path, store, queries, repeat))
-            print(json.dumps(runs[-1], indent=1), flush=True)
-    report = {
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
-        "duckdb": duckdb.__version__,
-        "numpy": np.__version__,
-        "runs": runs,
-    }
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(report, indent=1))
-    print(table(runs))
+            results[size] = {}
+            readers = {}
+            for tree, python in trees.items():
+                path = str(Path(scratch) / f"{tree}-{size}.duckdb")
+                print(f"building {size:,} chunks ({tree})", flush=True)
+                built = run_function(build, path, size, python=python)
+                results[size][tree] = {"build": built.result | {"seconds": built.seconds}}
+                readers[tree] = lambda path=path, python=python, repeat=repeat: run_function(
+                    reader, path, repeat, python=python
+                )
+            runs = alternate(readers, rounds, log=print)
+            for tree, done in runs.items():
+                results[size][tree]["runs"] = [run.result for run in done]
+                results[size][tree]["medians"] = medians([run.result for run in done])
+                results[size][tree]["reader_peak_rss_mb"] = median(r.peak_rss_mb for r in done)
+    write_json(arguments.out, {**machine(), "rounds": rounds, "results": results})
+    print(table(results))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ all-MiniLM-L6-v2, int8: ``--model minilm``).
     python bench/relevance.py --method rrf --weight 0.5    # another fusion
     python bench/relevance.py --model minilm --weight 0.5  # the transformer, at its default
 
-Writes bench/out/relevance.json and prints a Markdown table of nDCG@10 and Recall@100.
+Writes bench/out/relevance.json (or ``--out``) and prints a table of nDCG@10 and Recall@100.
 """
 
 from __future__ import annotations
@@ -16,16 +16,15 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from common import OUT, SHARED, machine, write_json
+
 from duckdb_vectors import FusionSettings, VectorStore
 from duckdb_vectors.evaluation import evaluate, load_qrels, load_queries
 
-HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("DUCKDB_VECTORS_SHARED", HERE.parent.parent / "shared"))
 IR = SHARED / "evaldata" / "ir"
 # name -> (backend, local model files)
 MODELS = {
@@ -98,7 +97,7 @@ def main() -> None:
     parser.add_argument("--weight", type=float, default=defaults.lexical_weight)
     parser.add_argument("--rrf-k", type=int, default=defaults.rrf_k)
     parser.add_argument("--candidates", type=int, default=defaults.candidates)
-    parser.add_argument("--out", type=Path, default=HERE / "out" / "relevance.json")
+    parser.add_argument("--out", type=Path, default=OUT / "relevance.json")
     arguments = parser.parse_args()
     fusion = FusionSettings(
         method=arguments.method,
@@ -107,12 +106,8 @@ def main() -> None:
         candidates=arguments.candidates,
     )
     results = run(arguments.datasets, fusion, arguments.model)
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(
-        json.dumps(
-            {"model": arguments.model, "fusion": fusion.model_dump(), "results": results}, indent=1
-        )
-    )
+    report = {"model": arguments.model, "fusion": fusion.model_dump(), "results": results}
+    write_json(arguments.out, {**machine(), **report})
     print(f"fusion: {fusion.model_dump()}")
     print(table(results))
 

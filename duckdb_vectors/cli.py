@@ -498,7 +498,7 @@ def search(
     max_tokens: int | None,
     max_age: float | None,
 ) -> None:
-    """Search the index for QUERY (hybrid: vector + exact-token BM25)."""
+    """Search the index for QUERY (hybrid: vector similarity + BM25 over word forms, fused)."""
     if vector_only and text_only:
         raise click.UsageError("--vector-only and --text-only exclude each other")
     metadata_filter = _parse_filter(filter_json)
