@@ -1,5 +1,6 @@
 """What SDK callers pass, checked at the boundary: each problem is one ``ValueError`` (or
-``TypeError``) that names the argument and what is allowed.
+``TypeError``) that names the argument and what is allowed; ``argument_error`` words a problem
+pydantic found the same way, for the SDK and the MCP tools alike.
 """
 
 from __future__ import annotations
@@ -7,10 +8,10 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from . import rows
 from .models import Chunk
@@ -137,9 +138,9 @@ def _chunk(fields: dict[str, list[Any]], index: int) -> Chunk:
     try:
         return Chunk(**{name: values[index] for name, values in fields.items()})
     except ValidationError as error:
-        problem = error.errors()[0]
-        name = "key" if problem["loc"][0] == "chunk_id" else problem["loc"][0]
-        raise ValueError(f"vectors[{index}]: {name}: {problem['msg']}") from None
+        field = str(error.errors()[0]["loc"][0])
+        name = "key" if field == "chunk_id" else field
+        raise ValueError(f"vectors[{index}]: {argument_error(error, name)}") from None
 
 
 def query_vector(vector: Sequence[float] | np.ndarray, dimension: int | None) -> np.ndarray:
@@ -168,3 +169,49 @@ def after_token(token: str) -> str:
     if not isinstance(after, str):
         raise ValueError("next_token is not valid; pass the token a previous page returned")
     return after
+
+
+_Value = TypeVar("_Value")
+
+# How a problem pydantic reports (by its ``type``) reads after the argument's name: ``{got}``
+# is the value given, the other fields come from the problem's ``ctx``.
+_PROBLEMS = {
+    "missing": "is required",
+    "string_type": "must be a string, got {got}",
+    "int_type": "must be an integer, got {got}",
+    "int_parsing": "must be an integer, got {got}",
+    "int_from_float": "must be an integer, got {got}",
+    "bool_type": "must be true or false, got {got}",
+    "dict_type": "must be a JSON object, got {got}",
+    "literal_error": "must be {expected}, got {got}",
+    "greater_than_equal": "must be {ge} or more, got {got}",
+    "less_than_equal": "must be {le} or less, got {got}",
+}
+
+
+def argument_error(error: ValidationError, name: str | None = None) -> str:
+    """Pydantic's report as one plain sentence: each argument it refused, what the argument
+    must be and what was given. ``name`` names the one value validated, when pydantic's name
+    for it is not the caller's (a value validated alone has none)."""
+    sentences: dict[str, str] = {}
+    for problem in error.errors(include_url=False):
+        argument = name or str(problem["loc"][0])
+        if argument in sentences:
+            continue  # the first problem of each: a union reports one per member type
+        template = _PROBLEMS.get(problem["type"])
+        if template is None:
+            sentences[argument] = f"{argument}: {problem['msg']}"
+        else:
+            got = f"{problem['input']!r:.80}"
+            sentences[argument] = f"{argument} " + template.format(
+                got=got, **problem.get("ctx", {})
+            )
+    return "; ".join(sentences.values())
+
+
+def checked(kind: TypeAdapter[_Value], name: str, value: object) -> _Value:
+    """``value`` as ``kind`` takes it, or a ValueError naming ``name`` (see ``argument_error``)."""
+    try:
+        return kind.validate_python(value)
+    except ValidationError as error:
+        raise ValueError(argument_error(error, name)) from None
