@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from . import rows
-from .models import Chunk
+from .models import GIVEN_FIELDS, Chunk, value_types
 from .search.answer import MATCH_MODES
 
 # The most results one call returns (a guard against a runaway top_k, not a tuning knob).
@@ -79,23 +79,22 @@ def text_chunks(
 
 
 def vector_items(vectors: Sequence[dict[str, Any]]) -> tuple[rows.ChunkColumns, np.ndarray]:
-    """The chunks and the matrix of ``put_vectors`` items (S3 Vectors' ``PutVectors`` shape)."""
+    """The chunks and the matrix of ``put_vectors`` items (S3 Vectors' ``PutVectors`` shape):
+    an item's ``key`` is the chunk's id, and it may carry any other field a writer gives."""
     if isinstance(vectors, np.ndarray):
         raise ValueError(
             'put_vectors takes a list of {"key": ..., "data": {"float32": [...]}} '
             "items, not a matrix: pair each row with its key"
         )
-    fields: dict[str, list[Any]] = {name: [] for name in _ITEM_TYPES}
+    keys: list[Any] = []
+    fields: dict[str, list[Any]] = {name: [] for name in GIVEN_FIELDS if name != "chunk_id"}
     matrix = []
     for index, item in enumerate(vectors):
         try:
             data = item["data"]["float32"] if isinstance(item["data"], dict) else item["data"]
-            fields["chunk_id"].append(item["key"])
-            fields["text"].append(item.get("text") or "")
-            fields["title"].append(item.get("title"))
-            fields["source"].append(item.get("source"))
-            fields["position"].append(item.get("position"))
-            fields["metadata"].append(item.get("metadata") or {})
+            keys.append(item["key"])
+            for name, values in fields.items():
+                values.append(item.get(name))
         except (KeyError, TypeError, IndexError, AttributeError) as error:
             raise ValueError(
                 f"vectors[{index}] must look like "
@@ -108,19 +107,15 @@ def vector_items(vectors: Sequence[dict[str, Any]]) -> tuple[rows.ChunkColumns, 
     array = np.asarray(matrix, dtype=np.float32).reshape(len(matrix), -1)
     if not np.isfinite(array).all():
         raise ValueError("vectors must not contain NaN or infinity")
+    fields["text"] = [text or "" for text in fields["text"]]
+    fields["metadata"] = [metadata or {} for metadata in fields["metadata"]]
+    fields = {"chunk_id": keys, **fields}
     return _item_columns(fields), array
 
 
-# The types ``Chunk`` takes each field of an item as, unconverted; other values are left to
-# its validation (which converts some, refuses the rest).
-_ITEM_TYPES: dict[str, frozenset[type]] = {
-    "chunk_id": frozenset({str}),
-    "text": frozenset({str}),
-    "title": frozenset({str, type(None)}),
-    "source": frozenset({str, type(None)}),
-    "position": frozenset({int, type(None)}),
-    "metadata": frozenset({dict}),
-}
+# The types ``Chunk`` holds each field as: values of these are taken as they are, others are
+# left to its validation (which converts some, refuses the rest).
+_ITEM_TYPES = {name: value_types(name) for name in GIVEN_FIELDS}
 
 
 def _item_columns(fields: dict[str, list[Any]]) -> rows.ChunkColumns:
@@ -129,8 +124,7 @@ def _item_columns(fields: dict[str, list[Any]]) -> rows.ChunkColumns:
     if all(set(map(type, fields[name])) <= types for name, types in _ITEM_TYPES.items()):
         ids = fields["chunk_id"]
         metadata = [rows.metadata_json(m, i, ids[i]) for i, m in enumerate(fields["metadata"])]
-        columns = {name: values for name, values in fields.items() if name != "metadata"}
-        return rows.ChunkColumns(**columns, metadata_json=metadata)
+        return rows.ChunkColumns({**fields, "metadata": metadata})
     return rows.ChunkColumns.of([_chunk(fields, i) for i in range(len(fields["chunk_id"]))])
 
 
