@@ -8,18 +8,40 @@ where it changes, and PDF page markers where the page changes, so it reads like 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
 from .budget import fit
 from .citations import document_uri, url_of
 from .errors import UnknownIdError
+from .inputs import checked
 from .models import Chunk
 from .store import VectorStore
 
 MAX_CONTEXT = 20  # chunks on each side of a fetched chunk
 Kind = Literal["document", "chunk"]
+
+# The arguments with bounds, as ``fetch`` checks them and the MCP ``fetch`` tool declares them.
+Neighbours = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=0,
+        le=MAX_CONTEXT,
+        description="For a chunk_id: how many chunks of its document to add on each side.",
+    ),
+]
+Offset = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=0,
+        description="Where to start, in characters: a previous answer's next_offset.",
+    ),
+]
+_CONTEXT: TypeAdapter[int] = TypeAdapter(Neighbours)
+_OFFSET: TypeAdapter[int] = TypeAdapter(Offset)
 
 
 class Fetched(BaseModel):
@@ -61,10 +83,10 @@ def fetch(
     offset: int = 0,
 ) -> Fetched:
     """The document or chunk ``id`` names, from ``offset``, within ``max_tokens``."""
-    if not 0 <= context <= MAX_CONTEXT:
-        raise ValueError(f"context must be an integer from 0 to {MAX_CONTEXT}, got {context!r}")
-    if offset < 0:
-        raise ValueError(f"offset must be 0 or more, got {offset!r}")
+    if not isinstance(id, str) or not id.strip():
+        raise ValueError("id must be a non-empty string: a hit's chunk_id or source, from search")
+    context = checked(_CONTEXT, "context", context)
+    offset = checked(_OFFSET, "offset", offset)
     kind, chunks = _find(store, id, context)
     whole = render(chunks, with_header=kind == "document")
     if offset > len(whole):

@@ -1,5 +1,6 @@
 """What SDK callers pass, checked at the boundary: each problem is one ``ValueError`` (or
-``TypeError``) that names the argument and what is allowed.
+``TypeError``) that names the argument and what is allowed; ``argument_error`` words a problem
+pydantic found the same way, for the SDK and the MCP tools alike.
 """
 
 from __future__ import annotations
@@ -7,13 +8,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from . import rows
-from .models import Chunk
+from .models import GIVEN_FIELDS, Chunk, value_types
 from .search.answer import MATCH_MODES
 
 # The most results one call returns (a guard against a runaway top_k, not a tuning knob).
@@ -78,23 +79,22 @@ def text_chunks(
 
 
 def vector_items(vectors: Sequence[dict[str, Any]]) -> tuple[rows.ChunkColumns, np.ndarray]:
-    """The chunks and the matrix of ``put_vectors`` items (S3 Vectors' ``PutVectors`` shape)."""
+    """The chunks and the matrix of ``put_vectors`` items (S3 Vectors' ``PutVectors`` shape):
+    an item's ``key`` is the chunk's id, and it may carry any other field a writer gives."""
     if isinstance(vectors, np.ndarray):
         raise ValueError(
             'put_vectors takes a list of {"key": ..., "data": {"float32": [...]}} '
             "items, not a matrix: pair each row with its key"
         )
-    fields: dict[str, list[Any]] = {name: [] for name in _ITEM_TYPES}
+    keys: list[Any] = []
+    fields: dict[str, list[Any]] = {name: [] for name in GIVEN_FIELDS if name != "chunk_id"}
     matrix = []
     for index, item in enumerate(vectors):
         try:
             data = item["data"]["float32"] if isinstance(item["data"], dict) else item["data"]
-            fields["chunk_id"].append(item["key"])
-            fields["text"].append(item.get("text") or "")
-            fields["title"].append(item.get("title"))
-            fields["source"].append(item.get("source"))
-            fields["position"].append(item.get("position"))
-            fields["metadata"].append(item.get("metadata") or {})
+            keys.append(item["key"])
+            for name, values in fields.items():
+                values.append(item.get(name))
         except (KeyError, TypeError, IndexError, AttributeError) as error:
             raise ValueError(
                 f"vectors[{index}] must look like "
@@ -107,19 +107,15 @@ def vector_items(vectors: Sequence[dict[str, Any]]) -> tuple[rows.ChunkColumns, 
     array = np.asarray(matrix, dtype=np.float32).reshape(len(matrix), -1)
     if not np.isfinite(array).all():
         raise ValueError("vectors must not contain NaN or infinity")
+    fields["text"] = [text or "" for text in fields["text"]]
+    fields["metadata"] = [metadata or {} for metadata in fields["metadata"]]
+    fields = {"chunk_id": keys, **fields}
     return _item_columns(fields), array
 
 
-# The types ``Chunk`` takes each field of an item as, unconverted; other values are left to
-# its validation (which converts some, refuses the rest).
-_ITEM_TYPES: dict[str, frozenset[type]] = {
-    "chunk_id": frozenset({str}),
-    "text": frozenset({str}),
-    "title": frozenset({str, type(None)}),
-    "source": frozenset({str, type(None)}),
-    "position": frozenset({int, type(None)}),
-    "metadata": frozenset({dict}),
-}
+# The types ``Chunk`` holds each field as: values of these are taken as they are, others are
+# left to its validation (which converts some, refuses the rest).
+_ITEM_TYPES = {name: value_types(name) for name in GIVEN_FIELDS}
 
 
 def _item_columns(fields: dict[str, list[Any]]) -> rows.ChunkColumns:
@@ -128,8 +124,7 @@ def _item_columns(fields: dict[str, list[Any]]) -> rows.ChunkColumns:
     if all(set(map(type, fields[name])) <= types for name, types in _ITEM_TYPES.items()):
         ids = fields["chunk_id"]
         metadata = [rows.metadata_json(m, i, ids[i]) for i, m in enumerate(fields["metadata"])]
-        columns = {name: values for name, values in fields.items() if name != "metadata"}
-        return rows.ChunkColumns(**columns, metadata_json=metadata)
+        return rows.ChunkColumns({**fields, "metadata": metadata})
     return rows.ChunkColumns.of([_chunk(fields, i) for i in range(len(fields["chunk_id"]))])
 
 
@@ -137,9 +132,9 @@ def _chunk(fields: dict[str, list[Any]], index: int) -> Chunk:
     try:
         return Chunk(**{name: values[index] for name, values in fields.items()})
     except ValidationError as error:
-        problem = error.errors()[0]
-        name = "key" if problem["loc"][0] == "chunk_id" else problem["loc"][0]
-        raise ValueError(f"vectors[{index}]: {name}: {problem['msg']}") from None
+        field = str(error.errors()[0]["loc"][0])
+        name = "key" if field == "chunk_id" else field
+        raise ValueError(f"vectors[{index}]: {argument_error(error, name)}") from None
 
 
 def query_vector(vector: Sequence[float] | np.ndarray, dimension: int | None) -> np.ndarray:
@@ -168,3 +163,49 @@ def after_token(token: str) -> str:
     if not isinstance(after, str):
         raise ValueError("next_token is not valid; pass the token a previous page returned")
     return after
+
+
+_Value = TypeVar("_Value")
+
+# How a problem pydantic reports (by its ``type``) reads after the argument's name: ``{got}``
+# is the value given, the other fields come from the problem's ``ctx``.
+_PROBLEMS = {
+    "missing": "is required",
+    "string_type": "must be a string, got {got}",
+    "int_type": "must be an integer, got {got}",
+    "int_parsing": "must be an integer, got {got}",
+    "int_from_float": "must be an integer, got {got}",
+    "bool_type": "must be true or false, got {got}",
+    "dict_type": "must be a JSON object, got {got}",
+    "literal_error": "must be {expected}, got {got}",
+    "greater_than_equal": "must be {ge} or more, got {got}",
+    "less_than_equal": "must be {le} or less, got {got}",
+}
+
+
+def argument_error(error: ValidationError, name: str | None = None) -> str:
+    """Pydantic's report as one plain sentence: each argument it refused, what the argument
+    must be and what was given. ``name`` names the one value validated, when pydantic's name
+    for it is not the caller's (a value validated alone has none)."""
+    sentences: dict[str, str] = {}
+    for problem in error.errors(include_url=False):
+        argument = name or str(problem["loc"][0])
+        if argument in sentences:
+            continue  # the first problem of each: a union reports one per member type
+        template = _PROBLEMS.get(problem["type"])
+        if template is None:
+            sentences[argument] = f"{argument}: {problem['msg']}"
+        else:
+            got = f"{problem['input']!r:.80}"
+            sentences[argument] = f"{argument} " + template.format(
+                got=got, **problem.get("ctx", {})
+            )
+    return "; ".join(sentences.values())
+
+
+def checked(kind: TypeAdapter[_Value], name: str, value: object) -> _Value:
+    """``value`` as ``kind`` takes it, or a ValueError naming ``name`` (see ``argument_error``)."""
+    try:
+        return kind.validate_python(value)
+    except ValidationError as error:
+        raise ValueError(argument_error(error, name)) from None

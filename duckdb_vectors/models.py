@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,12 +32,20 @@ class Chunk(BaseModel):
 
 # ``Chunk`` is the one declaration of the chunk row: these of its fields the store makes itself
 # (or returns only on request); the others are what a writer gives, in every input form (a
-# ``Chunk``, an S3-shaped item, a Parquet row) and what a hit shows. tests/test_chunk_layout.py
-# checks each form against it.
+# ``Chunk``, an S3-shaped item, a Parquet row), what a write stores and what a hit shows, each
+# form made from this list. tests/test_chunk_layout.py holds every form to it.
 MADE_BY_THE_STORE: frozenset[str] = frozenset({"etag", "stamped_at", "embedding"})
 GIVEN_FIELDS: tuple[str, ...] = tuple(
     name for name in Chunk.model_fields if name not in MADE_BY_THE_STORE
 )
+
+
+def value_types(field: str) -> frozenset[type]:
+    """The types a ``Chunk`` field holds its value as: ``str | None`` gives str and NoneType,
+    ``dict[str, Any]`` dict."""
+    annotation = Chunk.model_fields[field].annotation
+    members = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
+    return frozenset(get_origin(member) or member for member in members)
 
 
 def trusted(model: type[_Model], fields: dict[str, Any], given: set[str]) -> _Model:

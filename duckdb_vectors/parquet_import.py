@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from .errors import DuckDBVectorsError
 from .index.db import first_line, scalar, without_progress_bar
+from .models import GIVEN_FIELDS, value_types
 from .progress import counted
 from .rows import ChunkColumns, metadata_json
 from .store import VectorStore
@@ -31,8 +32,7 @@ from .store import VectorStore
 READ_BATCH = 16_384
 
 # One thread: DuckDB decodes a whole row group per thread (Spark writes them 128 MB and up), and
-# reading ahead on a second one only fills memory while the index's writes set the pace. Measured
-# reading a 1M-row file alone: 757 MB peak against 1,276 MB, and no slower.
+# reading ahead on a second one only fills memory while the index's writes set the pace.
 READER_CONFIG = {"threads": 1}
 
 
@@ -42,17 +42,22 @@ def reader_connection() -> duckdb.DuckDBPyConnection:
     return without_progress_bar(duckdb.connect(":memory:", config=READER_CONFIG))
 
 
-# Each column a row may carry: whether it is required, and the DuckDB types accepted for it.
-_TEXT_TYPES = ("VARCHAR",)
-COLUMNS: dict[str, tuple[bool, tuple[str, ...]]] = {
-    "chunk_id": (True, _TEXT_TYPES),
-    "text": (True, _TEXT_TYPES),
-    "embedding": (True, ("FLOAT[", "DOUBLE[")),  # a list or fixed-size array of floats
-    "title": (False, _TEXT_TYPES),
-    "source": (False, _TEXT_TYPES),
-    "position": (False, ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT")),
-    "metadata": (False, ("VARCHAR", "JSON")),  # a JSON object per row
+# The DuckDB types a Parquet column may have, for each type a ``Chunk`` field holds.
+_DUCKDB_TYPES: dict[type, tuple[str, ...]] = {
+    str: ("VARCHAR",),
+    int: ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT"),
+    dict: ("VARCHAR", "JSON"),  # a JSON object per row
 }
+# Each column a row may carry, with the DuckDB types accepted for it: a column per field a
+# writer gives, and the vector (a list or fixed-size array of floats).
+COLUMNS: dict[str, tuple[str, ...]] = {
+    **{
+        name: tuple(t for kind in value_types(name) - {type(None)} for t in _DUCKDB_TYPES[kind])
+        for name in GIVEN_FIELDS
+    },
+    "embedding": ("FLOAT[", "DOUBLE["),
+}
+REQUIRED = ("chunk_id", "text", "embedding")
 
 
 class ParquetSummary(BaseModel):
@@ -139,9 +144,9 @@ def _checked_columns(reader: duckdb.DuckDBPyConnection, files: list[str]) -> lis
             message = f"{file} cannot be read as Parquet: {first_line(error)}"
             raise DuckDBVectorsError(message) from None
         types = {name: column_type for name, column_type, *_ in described}
-        for name, (required, accepted) in COLUMNS.items():
+        for name, accepted in COLUMNS.items():
             if name not in types:
-                if required:
+                if name in REQUIRED:
                     raise DuckDBVectorsError(
                         f"{file} has no {name} column; rows need chunk_id, text and embedding"
                     )
@@ -218,29 +223,20 @@ def _chunks(table: dict[str, list], source_prefix: str) -> ChunkColumns:
     """The batch's chunks, column by column: the reader already typed every column."""
     ids = table["chunk_id"]
     empty = [None] * len(ids)
+    columns = {name: table.get(name, empty) for name in GIVEN_FIELDS}
+    columns["text"] = [text or "" for text in columns["text"]]
+    columns["source"] = [
+        source_prefix + source if source else source_prefix or None for source in columns["source"]
+    ]
     files = table["filename"]
-    metadata = table.get("metadata")
-    sources = table.get("source", empty)
-    return ChunkColumns(
-        chunk_id=ids,
-        text=[text or "" for text in table["text"]],
-        title=table.get("title", empty),
-        source=[source_prefix + s if s else source_prefix or None for s in sources],
-        position=table.get("position", empty),
-        metadata_json=(
-            ["{}"] * len(ids)
-            if metadata is None
-            else [
-                metadata_json(_metadata(value, files[i]), i, ids[i])
-                for i, value in enumerate(metadata)
-            ]
-        ),
-    )
+    columns["metadata"] = [
+        metadata_json(_metadata(value, files[i]), i, ids[i]) if value else "{}"
+        for i, value in enumerate(columns["metadata"])
+    ]
+    return ChunkColumns(columns)
 
 
-def _metadata(value: str | None, file: str) -> dict:
-    if not value:
-        return {}
+def _metadata(value: str, file: str) -> dict:
     try:
         parsed = json.loads(value)
     except json.JSONDecodeError:

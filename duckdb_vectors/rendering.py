@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from .budget import TRUNCATION_MARKER, estimate_tokens, fit
 from .citations import document_uri, url_of
 from .config import describe_age
-from .models import IndexReport, SearchResult
+from .models import GIVEN_FIELDS, Chunk, IndexReport, SearchResult
 from .search.answer import MATCH_FELL_BACK
 
 # Only their types are needed here: the container modules import the Docker SDK, and the
@@ -35,39 +35,41 @@ MIN_MAX_TOKENS = 200  # below this not even one hit (or page) is worth reading
 REPORT_SOURCES = 50  # the text form lists at most this many sources; JSON lists all
 
 
-class Hit(BaseModel):
-    """One ranked chunk: the hit JSON of ``search --json`` and of the MCP ``search`` tool."""
-
-    rank: int = Field(description="1-based position in this answer.")
-    score: float = Field(description="Fused score (cosine or BM25 for a one-signal search).")
-    chunk_id: str
-    source: str | None
-    title: str | None = Field(description="Heading breadcrumb, or None.")
-    position: int | None
-    uri: str | None = Field(description="The document as a resource (MCP), for fetch.")
-    url: str | None = Field(description="The public page to cite, when the index knows it.")
-    text: str = Field(description="The whole chunk text (cut short only to fit max_tokens).")
-    metadata: dict[str, Any]
-    vector_rank: int | None = Field(description="Rank by vector similarity; None if unranked.")
-    text_rank: int | None = Field(description="Rank by BM25; None if the words did not match.")
-
+class _Hit(BaseModel):
     @classmethod
     def of(cls, rank: int, hit: SearchResult) -> Hit:
         chunk = hit.chunk
         return cls(
             rank=rank,
             score=round(hit.score, 6),
-            chunk_id=chunk.chunk_id,
-            source=chunk.source,
-            title=chunk.title,
-            position=chunk.position,
+            **{name: getattr(chunk, name) for name in GIVEN_FIELDS},
             uri=document_uri(chunk.source),
             url=url_of(chunk),
-            text=chunk.text,
-            metadata=chunk.metadata,
             vector_rank=hit.vector_rank,
             text_rank=hit.text_rank,
         )
+
+
+def _shown(field: str) -> Any:
+    """A chunk field as a hit shows it: its type and description, always present."""
+    declared = Chunk.model_fields[field]
+    return declared.annotation, Field(description=declared.description)
+
+
+# One ranked chunk: its rank and score, every field a writer gives the chunk (``GIVEN_FIELDS``),
+# where to read and cite it, and its rank by each signal.
+Hit = create_model(
+    "Hit",
+    __base__=_Hit,
+    __doc__="One ranked chunk: the hit JSON of ``search --json`` and of the MCP ``search`` tool.",
+    rank=(int, Field(description="1-based position in this answer.")),
+    score=(float, Field(description="Fused score (cosine or BM25 for a one-signal search).")),
+    **{name: _shown(name) for name in GIVEN_FIELDS},
+    uri=(str | None, Field(description="The document as a resource (MCP), for fetch.")),
+    url=(str | None, Field(description="The public page to cite, when the index knows it.")),
+    vector_rank=(int | None, Field(description="Rank by vector similarity; None if unranked.")),
+    text_rank=(int | None, Field(description="Rank by BM25; None if the words did not match.")),
+)
 
 
 class SearchOutput(BaseModel):

@@ -6,40 +6,55 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .models import Chunk
+from .models import GIVEN_FIELDS, Chunk, value_types
 
 
 @dataclass(frozen=True)
 class ChunkColumns:
-    """A batch of chunks to write, column by column, metadata serialised.
+    """A batch of chunks to write, column by column: a list per field a writer gives
+    (``models.GIVEN_FIELDS``), each value as the table stores it (the metadata as JSON text).
 
     ``put_vectors`` and ``index --from-parquet`` build it from their columns without a
-    ``Chunk`` per row: validating one pydantic model per row, then reading its fields back one
-    by one, was a sixth of a bulk write.
+    ``Chunk`` per row: validating a model per row, then reading its fields back one by one,
+    would be a large share of a bulk write.
     """
 
-    chunk_id: list[str]
-    text: list[str]
-    title: list[str | None]
-    source: list[str | None]
-    position: list[int | None]
-    metadata_json: list[str]
+    columns: dict[str, list[Any]]
+
+    def __post_init__(self) -> None:
+        if self.columns.keys() != set(GIVEN_FIELDS):
+            raise TypeError(f"a write has the columns {GIVEN_FIELDS}, not {tuple(self.columns)}")
 
     @classmethod
     def of(cls, chunks: list[Chunk]) -> ChunkColumns:
-        return cls(
-            [chunk.chunk_id for chunk in chunks],
-            [chunk.text for chunk in chunks],
-            [chunk.title for chunk in chunks],
-            [chunk.source for chunk in chunks],
-            [chunk.position for chunk in chunks],
-            [metadata_json(chunk.metadata, i, chunk.chunk_id) for i, chunk in enumerate(chunks)],
-        )
+        columns = {
+            name: [getattr(chunk, name) for chunk in chunks]
+            for name in GIVEN_FIELDS
+            if name != "metadata"
+        }
+        columns["metadata"] = [
+            metadata_json(chunk.metadata, i, chunk.chunk_id) for i, chunk in enumerate(chunks)
+        ]
+        return cls(columns)
+
+    # The columns a write reads by name: the ids, and the titles and texts that are hashed,
+    # embedded and tokenized.
+    @property
+    def chunk_id(self) -> list[str]:
+        return self.columns["chunk_id"]
+
+    @property
+    def title(self) -> list[str | None]:
+        return self.columns["title"]
+
+    @property
+    def text(self) -> list[str]:
+        return self.columns["text"]
 
     def __len__(self) -> int:
         return len(self.chunk_id)
@@ -49,10 +64,7 @@ class ChunkColumns:
         if len(rows) == len(self):  # every chunk, as in most writes
             return self
         return ChunkColumns(
-            *(
-                [values[row] for row in rows]
-                for values in (getattr(self, f.name) for f in fields(self))
-            )
+            {name: [values[row] for row in rows] for name, values in self.columns.items()}
         )
 
     def embedding_texts(self) -> list[str]:
@@ -92,7 +104,7 @@ def text_id(text: str) -> str:
 
 
 def metadata_json(metadata: dict[str, Any], index: int, chunk_id: str) -> str:
-    if not metadata:  # most chunks; json.dumps takes 4 us even for {}
+    if not metadata:  # most chunks: no json.dumps for them
         return "{}"
     try:
         return json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
@@ -113,20 +125,21 @@ def check_utf8(text: str, what: str) -> str:
     return text
 
 
-# The columns of a ``ChunkColumns`` that hold text.
-TEXT_COLUMNS = ("chunk_id", "text", "title", "source", "metadata_json")
+# The columns of a write that hold text: the metadata's JSON, and every field that holds a str.
+TEXT_COLUMNS = tuple(
+    name for name in GIVEN_FIELDS if name == "metadata" or str in value_types(name)
+)
 
 
 def check_text_fields(batch: ChunkColumns) -> None:
     """Every text field of every chunk can be stored (see ``check_utf8``)."""
     for name in TEXT_COLUMNS:
-        values = getattr(batch, name)
+        values = batch.columns[name]
         if "".join(value for value in values if value is not None).isascii():
             continue  # most columns, confirmed at once
-        what = "metadata" if name == "metadata_json" else name
         for index, value in enumerate(values):
             if value is not None:
-                check_utf8(value, f"{what} of chunk {index}")
+                check_utf8(value, f"{name} of chunk {index}")
 
 
 def check_unique_ids(chunk_ids: list[str], seen: set[str] | None = None) -> None:

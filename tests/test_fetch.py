@@ -55,8 +55,10 @@ def test_context_reaches_only_into_the_same_document(docs: Path) -> None:
     ("arguments", "error", "message"),
     [
         ({"id": "nowhere.md"}, UnknownIdError, "no chunk or document 'nowhere.md'"),
-        ({"id": "overview.md", "context": 99}, ValueError, "context must be an integer"),
-        ({"id": "overview.md", "offset": -1}, ValueError, "offset must be 0 or more"),
+        ({"id": " "}, ValueError, "id must be a non-empty string: a hit's chunk_id or source"),
+        ({"id": "overview.md", "context": 99}, ValueError, "context must be 20 or less, got 99$"),
+        ({"id": "overview.md", "context": 1.5}, ValueError, "context must be an integer, got 1.5$"),
+        ({"id": "overview.md", "offset": -1}, ValueError, "offset must be 0 or more, got -1$"),
         ({"id": "overview.md", "offset": 10**6}, ValueError, "is past the end of"),
     ],
 )

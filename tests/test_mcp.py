@@ -182,31 +182,42 @@ def test_report_tool(index: Path) -> None:
     anyio.run(scenario)
 
 
-# Each bad search, with what its one-sentence error says.
-BAD_SEARCHES = [
-    ({"query": "  "}, "query must be a non-empty string"),
-    ({"query": "x", "top_k": 0}, "top_k must be an integer from 1 to 50, got 0."),
-    ({"query": "x", "top_k": 100}, "top_k must be an integer from 1 to 50, got 100."),
-    ({"query": "x", "top_k": "many"}, "top_k must be an integer from 1 to 50, got 'many'."),
-    ({"query": "x", "max_tokens": 10}, "max_tokens must be an integer from 200 to 20000"),
-    ({"query": "x", "one_per_source": "yes"}, "one_per_source must be true or false."),
-    ({"query": "x", "match": "most"}, 'match must be "any" or "all", got \'most\'.'),
-    ({"query": "x", "match": True}, 'match must be "any" or "all", got True.'),
-    ({"query": "x", "filter": "kind=guide"}, "filter must be a JSON object"),
-    ({"query": "x", "filter": {"kind": {"$regex": "g.*"}}}, "unknown operator '$regex'"),
-    ({"query": "x", "filter": {"year": {"$gt": "soon"}}}, "needs a number"),
-    ({"top_k": 3}, "query is required (see the tool's input schema)."),
+# Each bad call, with what its one-sentence error says: the argument, the bound it broke (or
+# what it must be) and what was given.
+BAD_CALLS = [
+    ("search", {"query": "  "}, "the query text must be a non-empty string"),
+    ("search", {"query": 5}, "query must be a string, got 5 (see the tool's input schema)."),
+    ("search", {"query": "x", "top_k": 0}, "top_k must be 1 or more, got 0 (see"),
+    ("search", {"query": "x", "top_k": 100}, "top_k must be 50 or less, got 100 (see"),
+    ("search", {"query": "x", "top_k": "many"}, "top_k must be an integer, got 'many' (see"),
+    ("search", {"query": "x", "top_k": True}, "top_k must be an integer, got True (see"),
+    ("search", {"query": "x", "max_tokens": 10}, "max_tokens must be 200 or more, got 10"),
+    ("search", {"query": "x", "one_per_source": "yes"}, "one_per_source must be true or false"),
+    ("search", {"query": "x", "match": "most"}, "match must be 'any' or 'all', got 'most'"),
+    ("search", {"query": "x", "match": True}, "match must be 'any' or 'all', got True"),
+    ("search", {"query": "x", "filter": "kind=guide"}, "filter must be a JSON object"),
+    ("search", {"query": "x", "filter": {"kind": {"$regex": "g.*"}}}, "unknown operator '$regex'"),
+    ("search", {"query": "x", "filter": {"year": {"$gt": "soon"}}}, "needs a number"),
+    ("search", {"top_k": 3}, "search: query is required (see the tool's input schema)."),
+    (
+        "search",
+        {"top_k": 0, "match": "most"},
+        "query is required; top_k must be 1 or more, got 0; match must be",
+    ),
+    ("fetch", {"id": " "}, "id must be a non-empty string: a hit's chunk_id or source"),
+    ("fetch", {"id": "overview.md", "context": 21}, "context must be 20 or less, got 21 (see"),
+    ("fetch", {"id": "overview.md", "offset": -1}, "offset must be 0 or more, got -1 (see"),
 ]
 
 
 @pytest.mark.slow
 def test_bad_arguments_are_one_sentence_and_the_server_keeps_running(index: Path) -> None:
-    """One server takes every bad search in turn, and answers a good one after each."""
+    """One server takes every bad call in turn, and answers a good one after each."""
 
     async def scenario() -> None:
         async with session(server(index)) as client:
-            for arguments, message in BAD_SEARCHES:
-                result = await client.call_tool("search", arguments)
+            for tool, arguments, message in BAD_CALLS:
+                result = await client.call_tool(tool, arguments)
                 assert result.is_error is True, arguments
                 text = result.content[0].text
                 assert message in text, (arguments, text)

@@ -622,10 +622,13 @@ def test_put_vectors_round_trips_vectors_and_fields_exactly(store: VectorStore) 
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ({"key": 5}, r"vectors\[1\]: key: Input should be a valid string"),
-        ({"key": "b", "title": 3}, r"vectors\[1\]: title: Input should be a valid string"),
-        ({"key": "b", "position": "x"}, r"vectors\[1\]: position: Input should be a valid int"),
-        ({"key": "b", "metadata": [1]}, r"vectors\[1\]: metadata: Input should be a valid dict"),
+        ({"key": 5}, r"vectors\[1\]: key must be a string, got 5$"),
+        ({"key": "b", "title": 3}, r"vectors\[1\]: title must be a string, got 3$"),
+        ({"key": "b", "position": "x"}, r"vectors\[1\]: position must be an integer, got 'x'$"),
+        (
+            {"key": "b", "metadata": [1]},
+            r"vectors\[1\]: metadata must be a JSON object, got \[1\]$",
+        ),
     ],
     ids=["key", "title", "position", "metadata"],
 )

@@ -131,17 +131,22 @@ def encode(
     tokens = token_columns(chunks.title, chunks.text, language)
     columns = {
         "key": keys,
-        "chunk_id": chunks.chunk_id,
-        "text": chunks.text,
-        "source": chunks.source,
-        "position": column(chunks.position, "int32"),
-        "title": chunks.title,
-        "metadata": chunks.metadata_json,
+        **{name: _written(name, values) for name, values in chunks.columns.items()},
         "etag": etags,
         "token_count": tokens.counts,
         "embedding": np.asarray(embeddings, dtype=np.float32),
     }
     return NewRows(columns, tokens)
+
+
+# The numpy type a write hands DuckDB an integer column as (None for NULL: a masked array).
+_NUMBERS = {"INTEGER": "int32"}
+
+
+def _written(name: str, values: list[Any]) -> Sequence[Any] | np.ndarray:
+    """A write's column as ``insert`` registers it: numbers as numpy, text as it is."""
+    dtype = _NUMBERS.get(_BY_NAME[name].sql_type)
+    return values if dtype is None else column(values, dtype)
 
 
 @dataclass(frozen=True)
@@ -309,13 +314,11 @@ def restamp_unchanged(
     connection: duckdb.DuckDBPyConnection, chunks: ChunkColumns, stamp: datetime
 ) -> None:
     """Rewrite what the etag does not cover, and the stamp, of chunks whose etag is unchanged."""
-    updates = {
-        "chunk_id": column(chunks.chunk_id),
-        "source": column(chunks.source),
-        "position": column(chunks.position, "int32"),
-        "metadata": column(chunks.metadata_json),
-    }
     outside_etag = [c for c in COLUMNS if c.outside_etag]
+    updates = {
+        c.name: column(chunks.columns[c.name], _NUMBERS.get(c.sql_type))
+        for c in [_BY_NAME["chunk_id"], *outside_etag]
+    }
     assignments = ", ".join(f"{c.name} = CAST(u.{c.name} AS {c.sql_type})" for c in outside_etag)
     assignments += f", content_digest = {_content_digest(own='chunks.', changed='u.')}"
     with registered(connection, "unchanged_chunks", updates):

@@ -11,9 +11,9 @@ load. The load starts when the first request has been answered, unless the calle
 sooner (see ``warming``). The transport is chosen by the caller: ``serve_stdio`` here, or
 ``mcp_http.serve_http``.
 
-Every argument is checked here, so a bad one is one plain sentence naming it and what is
-allowed (the SDK's own validation would answer with pydantic's multi-line report). The JSON
-schema still advertises each bound to clients.
+Each tool argument is declared once, as an annotated type (its type, bounds and
+description): the SDK makes the advertised JSON schema of it and validates a call against it,
+and ``IndexServer.call_tool`` words what it refuses as one plain sentence.
 """
 
 from __future__ import annotations
@@ -22,29 +22,36 @@ import base64
 import binascii
 import dataclasses
 import json
-import re
 from typing import Annotated, Any
 from urllib.parse import unquote
 
 import anyio
 from mcp.server.caching import CACHEABLE_METHODS, CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from mcp.types import Resource as MCPResource
 from mcp.types import Tool as MCPTool
-from pydantic import WithJsonSchema
+from pydantic import Field, ValidationError
+from pydantic.json_schema import SkipJsonSchema
 
 from ..citations import DOCUMENT_URI_PREFIX, document_uri
 from ..errors import EmbedderError
-from ..fetching import MAX_CONTEXT, Fetched, fetch, render
+from ..fetching import Fetched, Neighbours, Offset, fetch, render
 from ..index.db import first_line
 from ..index.manifest import package_version
+from ..inputs import argument_error
 from ..models import IndexReport
 from ..rendering import MIN_MAX_TOKENS, SearchOutput, report_as_text
-from ..search.answer import MATCH_MODES, Match
+from ..search.answer import Match
 from ..store import VectorStore
 from .warming import BackgroundWarmUp
 
@@ -55,12 +62,6 @@ AGENT_MAX_RESULTS = 50
 DEFAULT_MAX_TOKENS = 8_000
 AGENT_MAX_TOKENS = 20_000
 RESOURCES_PAGE = 100  # documents per resources/list page
-# pydantic's report, as the SDK words a refused tool call: "Error executing tool search: 1
-# validation error for searchArguments\nquery\n  Field required [type=missing, ...".
-_VALIDATION_REPORT = re.compile(
-    r"(?P<prefix>Error executing tool \S+: )\d+ validation errors? for \S+\n(?P<problems>.*)", re.S
-)
-_VALIDATION_PROBLEM = re.compile(r"^(\S[^\n]*)\n  ([^\n\[]+?) \[type=(\w+)", re.M)
 REPORT_URI = "duckdb-vectors://report"
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False
@@ -73,73 +74,48 @@ TOOL_ORDER = ("search", "fetch", "report")
 # honour (a longer ttlMs is cut to it).
 IMMUTABLE_TTL_MS = 24 * 60 * 60 * 1000
 
-
-def _argument(schema: dict[str, Any]) -> Any:
-    """An argument the tool checks itself, advertised to clients with ``schema``."""
-    return Annotated[Any, WithJsonSchema(schema)]
-
-
-Query = _argument({"type": "string", "description": "What to look for, in natural language."})
-TopK = _argument(
-    {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": AGENT_MAX_RESULTS,
-        "description": "How many chunks to return.",
-    }
-)
-MaxTokens = _argument(
-    {
-        "type": "integer",
-        "minimum": MIN_MAX_TOKENS,
-        "maximum": AGENT_MAX_TOKENS,
-        "description": "Budget for the whole output, in tokens (about 4 characters each): "
+# The tools' arguments (``fetching`` declares the bounds ``fetch`` checks itself). Strict: a
+# number in a string, or true for 1, is refused rather than converted.
+Query = Annotated[str, Field(description="What to look for, in natural language.")]
+TopK = Annotated[
+    int, Field(strict=True, ge=1, le=AGENT_MAX_RESULTS, description="How many chunks to return.")
+]
+MaxTokens = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=MIN_MAX_TOKENS,
+        le=AGENT_MAX_TOKENS,
+        description="Budget for the whole output, in tokens (about 4 characters each): "
         "hits past it are left out and named, the last one cut with a marker.",
-    }
-)
-OnePerSource = _argument(
-    {
-        "type": "boolean",
-        "description": "One hit per document, ranked as the page (default); false: every chunk.",
-    }
-)
-MatchArgument = _argument(
-    {
-        "type": "string",
-        "enum": list(MATCH_MODES),
-        "description": '"all": only chunks containing every query word (if none has them all, '
-        'the answer falls back to "any" and its match field says so). Default "any".',
-    }
-)
-Filter = _argument(
-    {
-        # "object" alone (null is accepted too): a type list is not portable across clients.
-        "type": "object",
-        "description": "Optional metadata filter, S3 Vectors syntax, e.g. "
-        '{"kind": "guide"} or {"year": {"$gte": 2024}}.',
-    }
-)
-Id = _argument(
-    {
-        "type": "string",
-        "description": "A hit's chunk_id (that chunk) or source (the whole document).",
-    }
-)
-Neighbours = _argument(
-    {
-        "type": "integer",
-        "minimum": 0,
-        "maximum": MAX_CONTEXT,
-        "description": "For a chunk_id: how many chunks of its document to add on each side.",
-    }
-)
-Offset = _argument(
-    {
-        "type": "integer",
-        "minimum": 0,
-        "description": "Where to start, in characters: a previous answer's next_offset.",
-    }
-)
+    ),
+]
+OnePerSource = Annotated[
+    bool,
+    Field(
+        strict=True,
+        description="One hit per document, ranked as the page (default); false: every chunk.",
+    ),
+]
+MatchArgument = Annotated[
+    Match,
+    Field(
+        description='"all": only chunks containing every query word (if none has them all, '
+        'the answer falls back to "any" and its match field says so). Default "any".'
+    ),
+]
+# Advertised as "object" alone (null is accepted too): a type list is not portable across
+# clients.
+Filter = Annotated[
+    dict[str, Any] | SkipJsonSchema[None],
+    Field(
+        description="Optional metadata filter, S3 Vectors syntax, e.g. "
+        '{"kind": "guide"} or {"year": {"$gte": 2024}}.'
+    ),
+]
+Id = Annotated[
+    str, Field(description="A hit's chunk_id (that chunk) or source (the whole document).")
+]
 
 
 class IndexServer(MCPServer):
@@ -180,6 +156,22 @@ class IndexServer(MCPServer):
         rank = {name: position for position, name in enumerate(TOOL_ORDER)}
         tools = await super().list_tools()
         return sorted(tools, key=lambda tool: (rank.get(tool.name, len(rank)), tool.name))
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """The SDK's call; arguments it refused answer with one sentence (see
+        ``inputs.argument_error``) instead of pydantic's multi-line report."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            refused = error.__cause__
+            if isinstance(error, UnexpectedToolError) or not isinstance(refused, ValidationError):
+                raise  # a crash, or the tool's own error
+            sentence = argument_error(refused)
+            raise ToolError(
+                f"Error executing tool {name}: {sentence} (see the tool's input schema)."
+            ) from refused
 
     async def list_resources(self) -> list[MCPResource]:
         """The report, then every document, in source order (paged by ``paginate``)."""
@@ -254,30 +246,22 @@ def build_server(
         finally:
             server.warm_up.start()
 
-    server.middleware.extend([warm_up_once_answered, paginate_resources, plain_argument_errors])
+    server.middleware.extend([warm_up_once_answered, paginate_resources])
 
     @server.tool(title="Search the index", annotations=READ_ONLY)
     def search(
         query: Query,
         top_k: TopK = 5,
         filter: Filter = None,
-        # Pages, not fragments: on the Ray docs questions (bench/docsqa.py) the answer page was
-        # in the top 5 for 0.44 of questions with every chunk listed, 0.52 one per page.
+        # Pages, not fragments: one hit per page puts the answer page in the top 5 for more
+        # of the docs-QA questions (bench/docsqa.py) than every chunk listed.
         one_per_source: OnePerSource = True,
         match: MatchArgument = "any",
         max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Hybrid search: ranked chunks with their source, title, text and citation."""
-        query = _text("query", query, "e.g. 'how do retries work?'")
-        top_k = _integer("top_k", top_k, 1, AGENT_MAX_RESULTS)
-        max_tokens = _integer("max_tokens", max_tokens, MIN_MAX_TOKENS, AGENT_MAX_TOKENS)
-        if filter is not None and not isinstance(filter, dict):
-            raise ToolError('filter must be a JSON object, e.g. {"kind": "guide"}.')
-        if not isinstance(one_per_source, bool):
-            raise ToolError("one_per_source must be true or false.")
-        match = _choice("match", match, MATCH_MODES)
         server.wait_until_loaded()
-        try:
+        try:  # the store checks the query's text and the filter
             hits = store.query(
                 query, top_k, filter=filter, one_per_source=one_per_source, match=match
             )
@@ -305,11 +289,7 @@ def build_server(
         max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
         offset: Offset = 0,
     ) -> Annotated[CallToolResult, Fetched]:
-        id = _text("id", id, "a hit's chunk_id or source, from search")
-        context = _integer("context", context, 0, MAX_CONTEXT)
-        max_tokens = _integer("max_tokens", max_tokens, MIN_MAX_TOKENS, AGENT_MAX_TOKENS)
-        offset = _integer("offset", offset, 0, None)
-        try:
+        try:  # fetch checks the id
             fetched = fetch(store, id, context=context, max_tokens=max_tokens, offset=offset)
         except Exception as error:
             raise ToolError(first_line(error)) from None
@@ -364,27 +344,6 @@ async def paginate_resources(
     return page
 
 
-async def plain_argument_errors(
-    ctx: ServerRequestContext[Any, Any], call_next: CallNext
-) -> HandlerResult:
-    """A tool call whose arguments the SDK itself refused (a required one missing) answers
-    with one sentence instead of pydantic's multi-line report."""
-    result = await call_next(ctx)
-    if ctx.method != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
-        return result
-    content = result.get("content") or [{}]
-    report = _VALIDATION_REPORT.match(str(content[0].get("text", "")))
-    if report is None:
-        return result
-    problems = [
-        f"{field} is required" if kind == "missing" else f"{field}: {message.rstrip('.')}"
-        for field, message, kind in _VALIDATION_PROBLEM.findall(report.group("problems"))
-    ]
-    sentence = "; ".join(problems) or "the arguments are not valid"
-    text = f"{report.group('prefix')}{sentence} (see the tool's input schema)."
-    return {**result, "content": [{"type": "text", "text": text}]}
-
-
 def _cursor_offset(cursor: Any) -> int:
     if cursor is None:
         return 0
@@ -395,28 +354,6 @@ def _cursor_offset(cursor: Any) -> int:
     if not isinstance(offset, int) or offset < 0:
         raise MCPError(INVALID_PARAMS, "cursor is not valid; pass the nextCursor a page returned")
     return offset
-
-
-def _integer(name: str, value: Any, low: int, high: int | None) -> int:
-    """``value`` if it is an integer within the bounds, else a one-sentence ToolError."""
-    is_integer = isinstance(value, int) and not isinstance(value, bool)
-    if is_integer and value >= low and (high is None or value <= high):
-        return value
-    allowed = f"from {low} to {high}" if high is not None else f"of {low} or more"
-    raise ToolError(f"{name} must be an integer {allowed}, got {value!r}.")
-
-
-def _text(name: str, value: Any, example: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ToolError(f"{name} must be a non-empty string, {example}.")
-    return value
-
-
-def _choice(name: str, value: Any, choices: tuple[Match, ...]) -> Match:
-    if value not in choices:
-        allowed = " or ".join(f'"{choice}"' for choice in choices)
-        raise ToolError(f"{name} must be {allowed}, got {value!r}.")
-    return value
 
 
 def serve_stdio(server: IndexServer) -> None:
