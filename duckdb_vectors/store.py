@@ -253,6 +253,12 @@ class VectorStore:
             loaded.result()
 
     @property
+    def loaded_embedder(self) -> Embedder | None:
+        """The embedder, if its model is loaded already (a server hands it to the index that
+        replaces this one)."""
+        return self._embedder
+
+    @property
     def embedder(self) -> Embedder:
         """The embedder queries and texts are embedded with (its model loads on first use)."""
         if self._embedder is None:

@@ -164,6 +164,18 @@ def test_a_foreign_origin_is_refused_and_a_local_one_served(index: Path) -> None
 
 
 @pytest.mark.slow
+def test_get_on_mcp_is_answered_at_once_not_held_open(index: Path) -> None:
+    """A stateless server has no stream to send: GET /mcp (a probe, a misconfigured client)
+    gets 405 at once, with or without Accept: text/event-stream."""
+    with http_server(index) as (base, _):
+        for accept in ("*/*", "text/event-stream"):
+            started = time.monotonic()
+            answer = httpx2.get(f"{base}/mcp", headers={"Accept": accept}, timeout=5)
+            assert time.monotonic() - started < 2
+            assert answer.status_code == 405 and answer.headers["allow"] == "POST"
+            assert "POST requests to /mcp" in answer.json()["error"]
+
+@pytest.mark.slow
 def test_a_bearer_token_guards_mcp_but_not_health(index: Path) -> None:
     with http_server(index, "--auth-token", TOKEN) as (base, _):
         assert post(f"{base}/mcp", {})[0] == 401

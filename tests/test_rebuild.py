@@ -3,16 +3,27 @@ any moment (SIGINT, SIGTERM) leaves the index exactly as it was, and nothing hal
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
+import anyio
+import duckdb
 import pytest
 from conftest import DUCKDB_DOCS, SCRIPT, STATIC_MODEL
+from mcp import Client
+from test_mcp import server as mcp_stdio
+from test_mcp import session
+from test_mcp_http import client as http_client
+from test_mcp_http import get, http_server
 
 from duckdb_vectors import VectorStore
+from duckdb_vectors.serve.mcp_server import build_server
 
 pytestmark = pytest.mark.slow
 
@@ -120,3 +131,98 @@ def test_a_run_that_fails_leaves_the_index_and_nothing_else(
     assert str(index) in failed.stderr and "staging" not in failed.stderr
     assert what_it_answers(index) == before
     assert sorted(path.name for path in tmp_path.iterdir()) == ["docs.duckdb"]
+
+
+def sources_of(db: Path) -> set[str]:
+    with VectorStore(db, model_path=STATIC_MODEL, read_only=True, memory_index=False) as store:
+        return set(store.sources())
+
+
+def test_searches_go_on_while_the_index_is_rebuilt(served: dict, tmp_path: Path) -> None:
+    """A CLI search in a loop, and searches over stdio and HTTP to running servers, while the
+    index is rebuilt from another tree: every one answers, from the old index until the new one
+    is in place and from the new one after (never from a mix), and the servers take over the
+    new index without a restart; /health says which index it serves."""
+    index = tmp_path / "live.duckdb"
+    shutil.copyfile(served["index"], index)
+    old = sources_of(index)
+    other = copy_docs(tmp_path / "other", ("guides",))
+    new = {path.relative_to(other).as_posix() for path in other.rglob("*.md")}
+    with http_server(index) as (base, _):
+        old_hash = get(f"{base}/health")[1]["content_hash"]
+        seen: dict[str, list[str]] = {"cli": [], "stdio": [], "http": [], "health": []}
+        errors: list[str] = []
+
+        def kind(sources: set[str]) -> str:
+            assert sources and (sources <= old or sources <= new), sources  # never a mix
+            return "old" if sources <= old else "new"
+
+        def cli_searches(until: threading.Event) -> None:
+            while not until.is_set() or seen["cli"][-1:] != ["new"]:
+                ran = cli("search", QUERY, "--db", str(index), "--json", "--top-k", "5")
+                if ran.returncode != 0:
+                    errors.append(f"cli: {ran.stderr}")
+                    return
+                results = json.loads(ran.stdout)["results"]
+                seen["cli"].append(kind({hit["source"] for hit in results}))
+
+        async def mcp_searches(name: str, opened: Client, until: anyio.Event) -> None:
+            async with opened as session:
+                while not until.is_set() or seen[name][-1:] != ["new"]:
+                    result = await session.call_tool("search", {"query": QUERY, "top_k": 5})
+                    if result.is_error:
+                        errors.append(f"{name}: {result.content}")
+                        return
+                    found = {hit["source"] for hit in result.structured_content["results"]}
+                    seen[name].append(kind(found))
+                    health = get(f"{base}/health")[1].get("content_hash")
+                    seen["health"].append("old" if health == old_hash else str(health))
+                    await anyio.sleep(0.05)
+
+        async def scenario() -> None:
+            rebuilt, finished = anyio.Event(), threading.Event()
+            with anyio.fail_after(240):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(anyio.to_thread.run_sync, cli_searches, finished)
+                    group.start_soon(mcp_searches, "stdio", session(mcp_stdio(index)), rebuilt)
+                    group.start_soon(mcp_searches, "http", http_client(base), rebuilt)
+                    await anyio.sleep(2)  # every loop has answered from the old index
+                    ran = await anyio.to_thread.run_sync(
+                        lambda: cli("index", str(other), "--db", str(index), "--no-progress")
+                    )
+                    assert ran.returncode == 0, ran.stderr
+                    rebuilt.set()
+                    finished.set()
+
+        anyio.run(scenario)
+        new_hash = get(f"{base}/health")[1]["content_hash"]
+    assert errors == []
+    assert new_hash != old_hash and sources_of(index) <= new
+    for name in ("cli", "stdio", "http"):
+        answers = seen[name]
+        assert answers[0] == "old" and answers[-1] == "new", (name, answers)
+        assert answers == sorted(answers, key=["old", "new"].index), (name, answers)  # no way back
+    assert set(seen["health"]) <= {"old", new_hash}
+
+
+def test_a_server_swapped_a_broken_file_says_so_and_recovers_with_the_next(
+    served: dict, tmp_path: Path
+) -> None:
+    index, good = tmp_path / "docs.duckdb", tmp_path / "next.duckdb"
+    shutil.copyfile(served["index"], index)
+    shutil.copyfile(served["index"], good)
+    with duckdb.connect(str(tmp_path / "broken.duckdb")) as broken:
+        broken.execute("CREATE TABLE nothing_of_an_index (x INTEGER)")
+    store = VectorStore(index, model_path=STATIC_MODEL, read_only=True)
+
+    async def scenario() -> None:
+        async with Client(build_server(store)) as client:
+            assert not (await client.call_tool("search", {"query": QUERY})).is_error
+            os.replace(tmp_path / "broken.duckdb", index)
+            refused = await client.call_tool("search", {"query": QUERY})
+            assert refused.is_error
+            assert "the index could not be loaded" in refused.content[0].text
+            os.replace(good, index)
+            assert not (await client.call_tool("search", {"query": QUERY})).is_error
+
+    anyio.run(scenario)

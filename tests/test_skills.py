@@ -212,7 +212,9 @@ def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_every_command_of_a_local_file_skill_answers_from_any_folder(
-    tmp_path: Path, agent_env: dict[str, str], oldest: Path  # noqa: F811
+    tmp_path: Path,
+    agent_env: dict[str, str],
+    oldest: Path,  # noqa: F811
 ) -> None:
     """An index file on the agent's machine: its absolute path in every command, the example
     query a page title that finds its page (not "Documentation" or "overview"), and the plain

@@ -115,7 +115,7 @@ class Guard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refusal = self._refusal(Request(scope))
+            refusal = self._refusal(Request(scope)) or _no_stream(scope)
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return
@@ -142,6 +142,18 @@ class Guard:
             return True
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
+
+
+def _no_stream(scope: Scope) -> Response | None:
+    """``GET /mcp`` opens a stream of server messages; a stateless server has none to send,
+    so it says so (405, as the specification allows) rather than hold the connection open."""
+    if scope["path"] == MCP_PATH and scope["method"] == "GET":
+        return JSONResponse(
+            {"error": "this server sends no stream: POST requests to /mcp"},
+            status_code=405,
+            headers={"Allow": "POST"},
+        )
+    return None
 
 
 def is_loopback(host: str) -> bool:

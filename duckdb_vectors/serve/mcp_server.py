@@ -53,6 +53,7 @@ from ..models import IndexReport
 from ..rendering import MIN_MAX_TOKENS, SearchOutput, report_as_text
 from ..search.answer import Match
 from ..store import VectorStore
+from .served import ServedIndex
 from .warming import BackgroundWarmUp
 
 # The most hits one tool call returns: an agent pays for every token of a tool's output.
@@ -119,12 +120,20 @@ Id = Annotated[
 
 
 class IndexServer(MCPServer):
-    """An MCP server whose resources are the documents of one index."""
+    """An MCP server whose resources are the documents of one index (the one at its path:
+    see ``served``)."""
 
-    def __init__(self, store: VectorStore, warm_up: BackgroundWarmUp, **settings: Any) -> None:
+    def __init__(self, served: ServedIndex, **settings: Any) -> None:
         super().__init__(**settings)
-        self.store = store
-        self.warm_up = warm_up
+        self.served = served
+
+    @property
+    def store(self) -> VectorStore:
+        return self.served.store
+
+    @property
+    def warm_up(self) -> BackgroundWarmUp:
+        return self.served.warm_up
 
     def wait_until_loaded(self) -> None:
         """Wait for the model and the in-memory index; a tool error if they failed to load."""
@@ -188,26 +197,28 @@ class IndexServer(MCPServer):
         return [*await super().list_resources(), *documents]
 
 
-def cache_hints(read_only: bool, guarded: bool = False) -> dict[str, CacheHint]:
+def cache_hints(immutable: bool, guarded: bool = False) -> dict[str, CacheHint]:
     """The 2026-07-28 caching hints (``ttlMs``, ``cacheScope``) of every cacheable result.
 
-    A read-only index cannot change while it is served, so its listings, its documents and the
-    server's description stay fresh for ``IMMUTABLE_TTL_MS``; a writable one may change at any
-    time (ttl 0: immediately stale). Nothing in an answer depends on who asks, so the scope is
+    An index that cannot change while it is served (``ServedIndex.immutable``: a baked image's,
+    say) keeps its listings, its documents and the server's description fresh for
+    ``IMMUTABLE_TTL_MS``; any other may change at any time, written to or replaced by a new
+    index (ttl 0: immediately stale). Nothing in an answer depends on who asks, so the scope is
     public, unless a bearer token guards the server (``guarded``): then a shared cache must not
     hand what it holds to a caller without the token, and the scope is private.
     """
-    hint = CacheHint(IMMUTABLE_TTL_MS if read_only else 0, "private" if guarded else "public")
+    hint = CacheHint(IMMUTABLE_TTL_MS if immutable else 0, "private" if guarded else "public")
     return dict.fromkeys(sorted(CACHEABLE_METHODS), hint)
 
 
-def server_version(store: VectorStore) -> str:
-    """The package's version, and the index's content hash as its local part: clients cache a
-    read-only index's answers for a day under the server's name and version, and two images
-    baked by one release from other documents must not share them."""
-    manifest = store.manifest
-    content = f"+{manifest.content_hash[:12]}" if manifest and manifest.content_hash else ""
-    return f"{package_version()}{content}"
+def server_version(served: ServedIndex) -> str:
+    """The package's version, with the content hash of an index that cannot change as its
+    local part: clients cache such an index's answers for a day under the server's name and
+    version, and two images baked by one release from other documents must not share them."""
+    manifest = served.store.manifest
+    if served.immutable and manifest is not None and manifest.content_hash:
+        return f"{package_version()}+{manifest.content_hash[:12]}"
+    return package_version()
 
 
 def build_server(
@@ -216,11 +227,11 @@ def build_server(
     """An MCP server answering from ``store``; its warm-up (``warm_up``, if the caller made
     one, maybe started already) starts once the first request is answered, if not before.
     ``guarded``: a bearer token guards it (see ``cache_hints``)."""
+    served = ServedIndex(store, warm_up or BackgroundWarmUp(store))
     server = IndexServer(
-        store,
-        warm_up or BackgroundWarmUp(store),
+        served,
         name="duckdb-vectors",
-        version=server_version(store),
+        version=server_version(served),
         title="duckdb-vectors retrieval",
         instructions=(
             "Search a document index with `search` (hybrid: meaning and exact words, so codes "
@@ -230,23 +241,26 @@ def build_server(
             "index. Outputs stay within `max_tokens` and say what they left out."
         ),
         log_level="WARNING",
-        cache_hints=cache_hints(store.read_only, guarded),
-        # The index cannot change while it is served (and a writable one says nothing when
-        # it does): no subscriptions/listen, so no era advertises listChanged or subscribe.
+        cache_hints=cache_hints(served.immutable, guarded),
+        # Nothing is announced when the index changes: no subscriptions/listen, so no era
+        # advertises listChanged or subscribe.
         subscriptions=False,
     )
 
-    async def warm_up_once_answered(
+    async def served_index(
         ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        """Start loading after the first answer: on one CPU a load running beside the
-        handshake only delays it (a no-op once started)."""
+        """Answer from the index now at the path (``served``), and start loading it after the
+        first answer: on one CPU a load running beside the handshake only delays it (a no-op
+        once started)."""
+        await server.served.serving()
         try:
             return await call_next(ctx)
         finally:
+            server.served.done()
             server.warm_up.start()
 
-    server.middleware.extend([warm_up_once_answered, paginate_resources])
+    server.middleware.extend([served_index, paginate_resources])
 
     @server.tool(title="Search the index", annotations=READ_ONLY)
     def search(
@@ -262,7 +276,7 @@ def build_server(
         """Hybrid search: ranked chunks with their source, title, text and citation."""
         server.wait_until_loaded()
         try:  # the store checks the query's text and the filter
-            hits = store.query(
+            hits = server.store.query(
                 query, top_k, filter=filter, one_per_source=one_per_source, match=match
             )
         except Exception as error:  # the model must read what to fix, whatever went wrong
@@ -290,7 +304,7 @@ def build_server(
         offset: Offset = 0,
     ) -> Annotated[CallToolResult, Fetched]:
         try:  # fetch checks the id
-            fetched = fetch(store, id, context=context, max_tokens=max_tokens, offset=offset)
+            fetched = fetch(server.store, id, context=context, max_tokens=max_tokens, offset=offset)
         except Exception as error:
             raise ToolError(first_line(error)) from None
         return CallToolResult(
@@ -301,7 +315,7 @@ def build_server(
     @server.tool(title="Describe the index", annotations=READ_ONLY)
     def report() -> Annotated[CallToolResult, IndexReport]:
         """The index: path, backend, dimensions, chunk count, sources, manifest."""
-        result = store.report()
+        result = server.store.report()
         more = "all sources are in the structured content and in resources/list"
         return CallToolResult(
             content=[TextContent(type="text", text=report_as_text(result, more))],
@@ -311,12 +325,12 @@ def build_server(
     @server.resource(REPORT_URI, name="report", mime_type="application/json")
     def report_resource() -> str:
         """The index report: backend, dimension, chunk count, sources, manifest."""
-        return store.report().model_dump_json(indent=2)
+        return server.store.report().model_dump_json(indent=2)
 
     @server.resource(DOCUMENT_URI_PREFIX + "{+source}", name="document", mime_type="text/markdown")
     def document(source: str) -> str:
         """A document of the index, its chunks in reading order."""
-        chunks = store.document(unquote(source))
+        chunks = server.store.document(unquote(source))
         if not chunks:
             raise ResourceError(f"no document {source!r} in the index; see resources/list")
         return render(chunks, with_header=True)

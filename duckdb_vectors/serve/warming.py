@@ -25,6 +25,15 @@ class BackgroundWarmUp:
         self.error: BaseException | None = None
         self._started = threading.Lock()
 
+    @classmethod
+    def failed(cls, store: VectorStore, error: BaseException) -> BackgroundWarmUp:
+        """A load that has ended in ``error``, for whoever waits for one."""
+        warm_up = cls(store)
+        warm_up._started.acquire()
+        warm_up.error = error
+        warm_up.done.set()
+        return warm_up
+
     def start(self) -> BackgroundWarmUp:
         """Start loading, once, however often this is called (a server calls it after every
         answer)."""
