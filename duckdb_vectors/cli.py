@@ -530,7 +530,7 @@ def search(
     if as_json:
         click.echo(output.model_dump_json(indent=2))
     else:
-        click.echo(output.as_text(full_text=full))
+        click.echo(output.as_text(full_text=full, with_ids=True))
 
 
 @cli.command(
@@ -568,7 +568,11 @@ def fetch(
     """Print a document (ID is a source) or a chunk and its neighbours (ID is a chunk_id)."""
     with VectorStore(db_path, read_only=True, memory_index=False, max_age=max_age) as store:
         fetched = fetch_text(store, id, context=context, max_tokens=max_tokens, offset=offset)
-    click.echo(fetched.model_dump_json(indent=2) if as_json else fetched.text)
+    click.echo(
+        fetched.model_dump_json(indent=2)
+        if as_json
+        else fetched.as_text(cite=True, next_page=False)
+    )
     if not as_json and fetched.next_offset is not None:
         left = fetched.total_chars - fetched.next_offset
         click.echo(f"{left} more characters: add --offset {fetched.next_offset}", err=True)

@@ -59,11 +59,12 @@ class Fetched(BaseModel):
     next_offset: int | None = Field(description="Where the next page starts; None at the end.")
     total_chars: int = Field(description="The length of the whole text.")
 
-    def as_text(self, cite: bool = False) -> str:
-        """The page, and how to get the next one if there is more; with ``cite``, the URL to
-        cite after it (every page says it: a client may show only the text)."""
+    def as_text(self, cite: bool = False, next_page: bool = True) -> str:
+        """The page, and (``next_page``) how to get the next one if there is more; with
+        ``cite``, the URL to cite after it (every page says it: a client may show only the
+        text)."""
         notes = []
-        if self.next_offset is not None:
+        if next_page and self.next_offset is not None:
             left = self.total_chars - self.next_offset
             notes.append(
                 f"[{left} more characters: fetch id={self.id!r} offset={self.next_offset}"

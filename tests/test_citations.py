@@ -112,7 +112,7 @@ def test_index_records_each_pages_url_and_a_new_base_url_re_embeds_nothing(
         assert install.metadata["url"] == "https://docs.example.org/guide/install.html"
 
 
-def test_search_prints_the_url_under_each_hit(tmp_path: Path) -> None:
+def test_search_prints_the_url_and_id_under_each_hit_and_fetch_cites(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "install.md").write_text("# Install\n\nRun pip install duckdb-vectors.\n")
@@ -124,7 +124,10 @@ def test_search_prints_the_url_under_each_hit(tmp_path: Path) -> None:
     )
     assert indexed.exit_code == 0, indexed.output
     found = runner.invoke(cli, ["search", "pip", "--db", db, "--text-only"], env=env)
-    assert "   https://docs.example.com/install.html\n" in found.stdout
+    assert "   https://docs.example.com/install.html\n   chunk_id: install.md#0\n" in found.stdout
+    # The id a hit shows is what fetch takes; fetch says what to cite.
+    fetched = runner.invoke(cli, ["fetch", "install.md#0", "--db", db], env=env)
+    assert fetched.stdout.endswith("\n\n[Cite: https://docs.example.com/install.html]\n")
 
 
 def test_the_duckdb_docs_without_a_base_url_cite_nothing_from_their_redirects(
