@@ -37,7 +37,6 @@ from ..models import Chunk
 from .answer import Scope
 from .quantization import Int8Vectors
 from .ranking import TIE_TOLERANCE, Ranking
-from .term_slots import TermSlots
 
 # Above this many chunks the rows returned with results are read from DuckDB per query (8-10 ms
 # for ten at a million chunks, where the vector scan takes 50-200) instead of being held:
@@ -53,13 +52,17 @@ _ARROW_BATCH_ROWS = 131_072
 # its id's string headers (about 50 bytes each), the id, the etag (32 bytes and an offset) and
 # two numbers; 100k rows of 40 words took about 48 MiB, 33.4 of them text (ids of 9 bytes).
 _HELD_ROW_BYTES = 192
+# What a term takes in the snapshot's dict: the string (of about ten characters), its id and
+# the dict's entry (measured: a million terms).
+_TERM_BYTES = 130
 
 
 @dataclass
 class _Postings:
-    """BM25 inverted index: for the term in slot ``t``, rows ``rows[offsets[t]:offsets[t+1]]``."""
+    """BM25 inverted index: the term with id ``t`` has rows ``rows[offsets[t]:offsets[t+1]]``
+    (arrays indexed by term id)."""
 
-    terms: TermSlots
+    term_ids: dict[str, int]  # the terms that have postings
     offsets: np.ndarray
     rows: np.ndarray
     weights: np.ndarray  # the BM25 term-frequency part, without idf
@@ -229,12 +232,10 @@ class MemoryIndex:
 
     def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking:
         postings = self.postings
-        slots = [
-            slot for slot in postings.terms.slots(list(dict.fromkeys(terms))) if slot is not None
-        ]
-        if not slots:
+        found = [postings.term_ids.get(term) for term in dict.fromkeys(terms)]
+        ids = np.asarray([term_id for term_id in found if term_id is not None], dtype=np.int64)
+        if len(ids) == 0:
             return Ranking.empty()
-        ids = np.asarray(slots)
         starts, ends = postings.offsets[ids].tolist(), postings.offsets[ids + 1].tolist()
         spans = [slice(start, end) for start, end in zip(starts, ends, strict=True)]
         rows = np.concatenate([postings.rows[span] for span in spans])
@@ -251,10 +252,11 @@ class MemoryIndex:
     def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
         postings = self.postings
         rows: np.ndarray | None = self._candidate_rows(scope)
-        for slot in postings.terms.slots(list(dict.fromkeys(terms))):
-            if slot is None:
+        for term in dict.fromkeys(terms):
+            term_id = postings.term_ids.get(term)
+            if term_id is None:
                 return np.zeros(0, dtype=np.int64)
-            span = postings.rows[postings.offsets[slot] : postings.offsets[slot + 1]]
+            span = postings.rows[postings.offsets[term_id] : postings.offsets[term_id + 1]]
             rows = np.unique(span) if rows is None else np.intersect1d(rows, span)
         return self.keys[rows] if rows is not None else self.keys
 
@@ -293,19 +295,25 @@ def estimated_bytes(
     connection: duckdb.DuckDBPyConnection, quantization: Quantization | None
 ) -> int:
     """About what loading the snapshot adds to a process at its peak: the vectors (or int8
-    codes), 8 bytes a posting, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks) and one
-    Arrow batch of vectors in flight. On the high side: for 100k chunks of 40 words it says
-    292 MB where the load took 275-286 MB, for 1M 1,423 MB where it took about 1,410."""
+    codes), 8 bytes a posting, the terms, the rows held (up to ``RESIDENT_ROWS_LIMIT``
+    chunks) and one Arrow batch of vectors in flight; on the high side."""
     chunks = chunk_table.count(connection)
     dimension = chunk_table.embedding_dimension(connection) or 0
     vector_width = dimension * (1 if quantization == "int8" else 4)
     layout = postings.Layout.of(connection)
     posting_count = int(scalar(connection, f"SELECT count(*) FROM {layout.postings}") or 0)
+    term_count = int(scalar(connection, f"SELECT count(*) FROM {layout.terms}") or 0)
     held_rows = 0
     if chunks <= RESIDENT_ROWS_LIMIT:
         held_rows = chunk_table.text_bytes(connection) + chunks * _HELD_ROW_BYTES
     in_flight = min(chunks, _ARROW_BATCH_ROWS) * vector_width
-    return chunks * (vector_width + 16) + posting_count * 8 + held_rows + in_flight
+    return (
+        chunks * (vector_width + 16)
+        + posting_count * 8
+        + term_count * _TERM_BYTES
+        + held_rows
+        + in_flight
+    )
 
 
 def best_with_ties(scores: np.ndarray, k: int) -> np.ndarray:
@@ -415,14 +423,11 @@ def _load_postings(
     """The inverted index (8 bytes a posting), read in storage order.
 
     Postings are stored mostly in term order (``postings.compact_if_unordered``): a batch in
-    order is put in place as it is, one out of order is sorted by term first (milliseconds), so
-    nothing the size of the table is sorted or held twice; DuckDB sorting 40 million postings
-    took longer than this whole load.
+    order is put in place as it is, one out of order is sorted by term first, so nothing the
+    size of the table is sorted or held twice.
     """
-    vocabulary = postings.vocabulary(connection, layout)
-    offsets = np.concatenate([[0], np.cumsum(vocabulary.document_frequency, dtype=np.int64)])
-    slot_of_id = np.zeros(int(vocabulary.term_ids.max(initial=-1)) + 1, dtype=np.int64)
-    slot_of_id[vocabulary.term_ids] = np.arange(len(vocabulary.term_ids))
+    document_frequency = postings.document_frequencies(connection, layout)
+    offsets = np.concatenate([[0], np.cumsum(document_frequency, dtype=np.int64)])
     next_free = offsets[:-1].copy()
     rows = np.empty(offsets[-1], dtype=np.int32)
     weights = np.empty(offsets[-1], dtype=np.float32)
@@ -435,27 +440,24 @@ def _load_postings(
             order = np.argsort(term_ids, kind="stable")
             term_ids, batch_keys, tf = term_ids[order], batch_keys[order], tf[order]
         batch_rows = row_of(batch_keys)
-        place = _claim_positions(term_ids, slot_of_id, next_free)
+        place = _claim_positions(term_ids, next_free)
         rows[place] = batch_rows
         weights[place] = bm25_weight(tf, lengths32[batch_rows], average_length, k1, b)
-    idf = _bm25_idf(connection, vocabulary.document_frequency, len(keys))
-    terms = TermSlots(vocabulary.digest_high, vocabulary.digest_low)
-    return _Postings(terms, offsets, rows, weights, idf)
+    idf = _bm25_idf(connection, document_frequency, len(keys))
+    term_ids = postings.term_ids_with_postings(connection, layout, document_frequency)
+    return _Postings(term_ids, offsets, rows, weights, idf)
 
 
-def _claim_positions(
-    term_ids: np.ndarray, slot_of_id: np.ndarray, next_free: np.ndarray
-) -> slice | np.ndarray:
+def _claim_positions(term_ids: np.ndarray, next_free: np.ndarray) -> slice | np.ndarray:
     """Where postings of ``term_ids`` (sorted) go: after those of the same term placed before;
-    a slice when the places are consecutive (every batch of a table stored in term order).
-    Only the runs of one term are looked up: a sorted batch has a few dozen."""
+    a slice when the places are consecutive (every batch of a table stored in term order)."""
     if len(term_ids) == 0:
         return slice(0, 0)
     starts = np.flatnonzero(np.concatenate([[True], term_ids[1:] != term_ids[:-1]]))
     run_lengths = np.diff(np.append(starts, len(term_ids)))
-    run_slots = slot_of_id[term_ids[starts]]
-    run_places = next_free[run_slots]
-    next_free[run_slots] += run_lengths
+    run_terms = term_ids[starts]
+    run_places = next_free[run_terms]
+    next_free[run_terms] += run_lengths
     if np.array_equal(run_places[1:], run_places[:-1] + run_lengths[:-1]):
         return slice(int(run_places[0]), int(run_places[0]) + len(term_ids))
     return np.repeat(run_places - starts, run_lengths) + np.arange(len(term_ids))
