@@ -115,7 +115,8 @@ def test_an_index_of_schema_8_loads_read_only_and_answers(
 def test_a_load_inside_a_write_transaction_answers(
     big_indexes: dict[str, Path], tmp_path: Path
 ) -> None:
-    """Inside a transaction the snapshot loads on the store's own connection, step by step."""
+    """Inside a transaction the snapshot loads what the transaction sees, and DuckDB's cache is
+    left as it is (lowering its limit there would abort the transaction)."""
     path = Path(shutil.copy(big_indexes["float32"], tmp_path / "written.duckdb"))
     with VectorStore(path, model_path=STATIC_MODEL) as store, store.transaction():
         store.delete_vectors(["c0"])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,13 +25,7 @@ from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight
 from ..config import Quantization
 from ..errors import NotAnIndexError
 from ..index import chunk_table, held_rows, postings, vector_codes
-from ..index.db import (
-    evict_cached_blocks,
-    numpy_batches,
-    registered,
-    scalar,
-    scan_buffer_pool,
-)
+from ..index.db import numpy_batches, registered, scalar, scan_buffer_pool
 from ..models import Chunk
 from .answer import Scope
 from .quantization import Int8Vectors
@@ -42,10 +35,6 @@ from .ranking import TIE_TOLERANCE, Ranking
 # for ten at a million chunks, where the vector scan takes 50-200) instead of being held:
 # at a million chunks holding them took 1.6 s of the load and a few hundred MB.
 RESIDENT_ROWS_LIMIT = 250_000
-# Postings map keys to rows through a table as wide as the largest key, up to this many times
-# the number of chunks (4 bytes each); wider, by binary search.
-KEY_TABLE_MAX_SPAN = 8
-_SAMPLE_STRIDE = 8  # one score in eight bounds the top-k threshold from below
 # DuckDB hands a scan to Python in Arrow batches of this many rows: one is held while it is copied.
 _ARROW_BATCH_ROWS = 131_072
 # What a chunk row held takes besides its text's characters (``held_rows``): its text's and
@@ -181,44 +170,21 @@ class MemoryIndex:
         quantization: Quantization | None = None,
         k1: float = BM25_K1,
         b: float = BM25_B,
-        *,
-        committed: bool = False,
     ) -> MemoryIndex:
-        """The snapshot of what ``connection`` sees.
-
-        ``committed``: no transaction is open on it, so another connection to the file sees
-        the same; the postings then load in a thread, on a cursor, while the vectors load here.
-        Both sides spend most of their time in DuckDB and numpy, which let the other run: at
-        1M chunks 1.9 s against 2.5 s one after the other, and ``warm_up()`` (the model loading
-        beside both) 2.44 s against 2.68 s (2 cores, medians of 3, alternating).
-        """
+        """The snapshot of what ``connection`` sees."""
         core = chunk_table.lengths(connection)
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
-        # Every statement that needs DuckDB's working memory (sorts, joins, aggregates) runs
-        # before a scan holds the buffer pool small: the pool is the database's, not the
-        # cursor's, and a million-term vocabulary joined beside the vectors' scan ran out of
-        # it. The postings' load is plain scans (``postings.vocabulary``).
-        layout = postings.Layout.of(connection)
-        if committed:
-            # The cursor closes after the thread is done, whatever the vectors' load raised.
-            with connection.cursor() as reader, ThreadPoolExecutor(1) as loading:
-                postings_loaded = loading.submit(
-                    _load_postings, reader, layout, keys, lengths, k1, b
-                )
-                vectors = VECTOR_LOADERS[quantization](connection, keys)
-                inverted = postings_loaded.result()
-        else:
-            inverted = _load_postings(connection, layout, keys, lengths, k1, b)
-            _release_cached_blocks(connection)
-            vectors = VECTOR_LOADERS[quantization](connection, keys)
+        # The postings (sorts, joins, aggregates in the older layouts) load before the
+        # vectors' scan holds the buffer pool small: the pool is the database's, not a cursor's.
+        inverted = _load_postings(connection, postings.Layout.of(connection), keys, lengths, k1, b)
+        _release_cached_blocks(connection)
+        vectors = VECTOR_LOADERS[quantization](connection, keys)
         _release_cached_blocks(connection)
         rows = None
         if len(keys) <= RESIDENT_ROWS_LIMIT:
             rows = held_rows.read(connection, keys)
             _release_cached_blocks(connection)
-        if committed:
-            evict_cached_blocks(connection)
         return cls(connection, keys, vectors, inverted, rows)
 
     def __len__(self) -> int:
@@ -320,35 +286,9 @@ def best_with_ties(scores: np.ndarray, k: int) -> np.ndarray:
     """The positions (ascending) of the ``k`` largest of ``scores`` and of every score tied
     with the ``k``-th (within ``TIE_TOLERANCE``): a partition picks an arbitrary member of a
     tie at the cut. (1 <= k <= len(scores); no NaN, which the snapshot's unit vectors and
-    BM25 weights never produce.)
-
-    A full partition costs about as much as the matrix product itself (37 us at 5k rows). The
-    ``k``-th largest of a strided sample is a lower bound of the true one (the sample's ``k``
-    best are all in ``scores``), so only the scores at or above it, about ``k * _SAMPLE_STRIDE``
-    of them, are partitioned; they also hold every tie at the cut unless the bound is within
-    the tolerance of it.
-    """
-    # ndarray methods, not numpy's functions: these wrap them in Python, which costs here.
-    if len(scores) < k * _SAMPLE_STRIDE * 4:
-        return (scores >= _tie_floor(_kth_largest(scores.copy(), k))).nonzero()[0]
-    bound = _kth_largest(scores[::_SAMPLE_STRIDE].copy(), k)
-    candidates = (scores >= bound).nonzero()[0]
-    within = scores[candidates]
-    floor = _tie_floor(_kth_largest(within.copy(), k))
-    if floor >= bound:
-        return candidates[within >= floor]
-    return (scores >= floor).nonzero()[0]
-
-
-def _kth_largest(scores: np.ndarray, k: int) -> float:
-    """The ``k``-th largest of ``scores``, which this reorders."""
-    scores.partition(len(scores) - k)
-    return float(scores[len(scores) - k])
-
-
-def _tie_floor(cut: float) -> float:
-    """The lowest score tied with ``cut`` (``ranking.TIE_TOLERANCE``)."""
-    return cut - TIE_TOLERANCE * max(abs(cut), 1.0)
+    BM25 weights never produce.)"""
+    cut = float(np.partition(scores, len(scores) - k)[len(scores) - k])
+    return (scores >= cut - TIE_TOLERANCE * max(abs(cut), 1.0)).nonzero()[0]
 
 
 def _normalised_matrix(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> np.ndarray:
@@ -464,23 +404,13 @@ def _claim_positions(term_ids: np.ndarray, next_free: np.ndarray) -> slice | np.
 
 
 def _row_finder(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """Maps keys (each in ``keys``) to their rows.
-
-    Postings come grouped by term, so their keys jump about: a binary search each took 6.6 s
-    for 40 million against 0.2-0.6 s for a lookup table. Keys only grow, so the table spans the
-    keys ever written; when rewrites have made that much wider than the index, search.
-    """
-    if len(keys) and int(keys[-1]) - int(keys[0]) + 1 == len(keys):
-        # Consecutive keys (an index written once, as a baked one is): no table to look up, a
-        # subtraction (at 1M, 40 million lookups in the table took 0.56 s of a 2.3 s load).
-        first = int(keys[0])
-        return lambda wanted: (wanted - first).astype(np.int32)
-    span = int(keys[-1]) + 1 if len(keys) else 0
-    if span > KEY_TABLE_MAX_SPAN * len(keys):
-        return lambda wanted: np.searchsorted(keys, wanted)
-    table = np.zeros(span, dtype=np.int32)
-    table[keys] = np.arange(len(keys), dtype=np.int32)
-    return table.take
+    """Maps keys (each in ``keys``, ascending) to their rows, through a table from the first
+    key to the last (4 bytes a key, while the postings load). Postings come grouped by term,
+    so their keys jump about: a binary search for each took 40 times as long."""
+    first = int(keys[0]) if len(keys) else 0
+    table = np.zeros(int(keys[-1]) - first + 1 if len(keys) else 0, dtype=np.int32)
+    table[keys - first] = np.arange(len(keys), dtype=np.int32)
+    return lambda wanted: table[wanted - first]
 
 
 def _bm25_idf(
