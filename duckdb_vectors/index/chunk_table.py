@@ -459,11 +459,6 @@ def columns_between(connection: duckdb.DuckDBPyConnection, low: int, high: int) 
     ).fetchnumpy()
 
 
-def etag_bytes(connection: duckdb.DuckDBPyConnection) -> int:
-    """The length of every chunk's etag, together."""
-    return int(scalar(connection, "SELECT coalesce(sum(strlen(etag)), 0) FROM chunks") or 0)
-
-
 # A chunk's document: its source, else the chunk alone (``document_of`` in Python).
 DOCUMENT_OF = "coalesce(source, '#' || chunk_id)"
 

@@ -1,11 +1,11 @@
 """The in-memory hot path: one snapshot of an index's vectors, postings and chunk rows.
 
-A DuckDB query costs a fraction of a millisecond of planning before it reads a row, and a
-full-table ``array_cosine_similarity`` scan is ~10x slower than one matrix-vector product in
-numpy. A long-lived process therefore loads the index once (about a second per 100k chunks)
-and answers from numpy: a matrix product for the vector ranking, an inverted index for BM25,
-and a tuple per chunk for the rows it returns. DuckDB stays the store of record; the snapshot is
-rebuilt after this process writes to the index.
+A DuckDB query costs planning before it reads a row, and a full-table
+``array_cosine_similarity`` scan is several times slower than one matrix-vector product in
+numpy. A long-lived process therefore loads the index once and answers from numpy: a matrix
+product for the vector ranking, an inverted index for BM25, and the rows it returns, a list per
+column. DuckDB stays the store of record; the snapshot is rebuilt after this process writes to
+the index.
 
 A quantized index is ranked from its int8 codes instead of the float32 matrix (a quarter of the
 memory); the best candidates are rescored with their float32 vectors, read from DuckDB by key.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import duckdb
 import numpy as np
@@ -24,23 +24,30 @@ import numpy as np
 from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight
 from ..config import Quantization
 from ..errors import NotAnIndexError
-from ..index import chunk_table, held_rows, postings, vector_codes
+from ..index import chunk_table, postings, vector_codes
 from ..index.db import numpy_batches, registered, scalar, scan_buffer_pool
 from ..models import Chunk
 from .answer import Scope
 from .quantization import Int8Vectors
 from .ranking import TIE_TOLERANCE, Ranking
 
-# Above this many chunks the rows returned with results are read from DuckDB per query (8-10 ms
-# for ten at a million chunks, where the vector scan takes 50-200) instead of being held:
-# at a million chunks holding them took 1.6 s of the load and a few hundred MB.
+# Up to this many chunks the rows returned with results are held; above, they are read from
+# DuckDB per query. The read costs milliseconds, a large share of a query at 100k chunks and a
+# small one at a million, where holding the rows would add seconds to the load and 700 MB.
 RESIDENT_ROWS_LIMIT = 250_000
+# Held rows are read this many chunks at a time: a read's result is held twice while it is
+# converted (by DuckDB, and as Python objects).
+ROWS_PER_READ = 16_384
+# The columns whose values repeat from chunk to chunk (a document's source and title, one
+# write's time): held rows share one object per distinct value.
+_REPEATING = frozenset({"source", "title", "metadata", "stamped_at"})
+_SOURCE = chunk_table.CHUNK_FIELDS.index("source")
+_CHUNK_ID = chunk_table.CHUNK_FIELDS.index("chunk_id")
 # DuckDB hands a scan to Python in Arrow batches of this many rows: one is held while it is copied.
 _ARROW_BATCH_ROWS = 131_072
-# What a chunk row held takes besides its text's characters (``held_rows``): its text's and
-# its id's string headers (about 50 bytes each), the id, the etag (32 bytes and an offset) and
-# two numbers; 100k rows of 40 words took about 48 MiB, 33.4 of them text (ids of 9 bytes).
-_HELD_ROW_BYTES = 192
+# What a held chunk row takes besides its text's characters: a pointer per column, the text's
+# and the id's string headers, the id and the etag (measured: 100k chunks of 40 words).
+_HELD_ROW_BYTES = 340
 # What a term takes in the snapshot's dict: the string (of about ten characters), its id and
 # the dict's entry (measured: a million terms).
 _TERM_BYTES = 130
@@ -145,8 +152,8 @@ class MemoryIndex:
         keys: chunk keys, ascending; row ``i`` of every array belongs to ``keys[i]``.
         vectors: the embeddings, one row per chunk.
         postings: the BM25 inverted index.
-        rows: the chunk rows returned with results (``held_rows.read``), in key order; None
-            to read them from ``connection`` per query.
+        rows: the ``chunk_table.CHUNK_FIELDS`` columns of the chunks, each a list in key
+            order (``_held_rows``); None to read them from ``connection`` per query.
     """
 
     def __init__(
@@ -155,7 +162,7 @@ class MemoryIndex:
         keys: np.ndarray,
         vectors: Vectors,
         postings: _Postings,
-        rows: held_rows.HeldRows | None,
+        rows: list[list[Any]] | None,
     ) -> None:
         self.connection = connection
         self.keys = keys
@@ -183,7 +190,7 @@ class MemoryIndex:
         _release_cached_blocks(connection)
         rows = None
         if len(keys) <= RESIDENT_ROWS_LIMIT:
-            rows = held_rows.read(connection, keys)
+            rows = _held_rows(connection, keys)
             _release_cached_blocks(connection)
         return cls(connection, keys, vectors, inverted, rows)
 
@@ -229,14 +236,20 @@ class MemoryIndex:
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         if self.rows is None:
             return chunk_table.by_keys(self.connection, keys)
-        chunk = self.rows.chunk
-        return [chunk(row) for row in self.keys.searchsorted(keys).tolist()]
+        columns = self.rows
+        return [
+            chunk_table.decode([column[row] for column in columns])
+            for row in self.keys.searchsorted(keys).tolist()
+        ]
 
     def documents(self, keys: np.ndarray) -> list[str]:
         if self.rows is None:
             return chunk_table.documents_of(self.connection, keys)
-        document = self.rows.document
-        return [document(row) for row in np.searchsorted(self.keys, keys).tolist()]
+        sources, chunk_ids = self.rows[_SOURCE], self.rows[_CHUNK_ID]
+        return [
+            chunk_table.document_of(sources[row], chunk_ids[row])
+            for row in self.keys.searchsorted(keys).tolist()
+        ]
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
         """The rows ``scope`` allows, ascending; None for all of them."""
@@ -261,8 +274,8 @@ def estimated_bytes(
     connection: duckdb.DuckDBPyConnection, quantization: Quantization | None
 ) -> int:
     """About what loading the snapshot adds to a process at its peak: the vectors (or int8
-    codes), 8 bytes a posting, the terms, the rows held (up to ``RESIDENT_ROWS_LIMIT``
-    chunks) and one Arrow batch of vectors in flight; on the high side."""
+    codes), 8 bytes a posting, the terms, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks)
+    and one Arrow batch of vectors in flight; on the high side."""
     chunks = chunk_table.count(connection)
     dimension = chunk_table.embedding_dimension(connection) or 0
     vector_width = dimension * (1 if quantization == "int8" else 4)
@@ -411,6 +424,20 @@ def _row_finder(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     table = np.zeros(int(keys[-1]) - first + 1 if len(keys) else 0, dtype=np.int32)
     table[keys - first] = np.arange(len(keys), dtype=np.int32)
     return lambda wanted: table[wanted - first]
+
+
+def _held_rows(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> list[list[Any]]:
+    """The ``chunk_table.CHUNK_FIELDS`` columns of the chunks with ``keys`` (every chunk,
+    ascending), each a list, read ``ROWS_PER_READ`` keys at a time."""
+    columns: list[list[Any]] = [[] for _ in chunk_table.CHUNK_FIELDS]
+    shared: dict[Any, Any] = {}
+    for start in range(0, len(keys), ROWS_PER_READ):
+        low, high = int(keys[start]), int(keys[min(start + ROWS_PER_READ, len(keys)) - 1])
+        batch = chunk_table.columns_between(connection, low, high)
+        for column, name in zip(columns, chunk_table.CHUNK_FIELDS, strict=True):
+            values = batch[name].tolist()
+            column += [shared.setdefault(v, v) for v in values] if name in _REPEATING else values
+    return columns
 
 
 def _bm25_idf(
