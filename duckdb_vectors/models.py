@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from types import UnionType
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
-
-_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class Chunk(BaseModel):
@@ -46,32 +44,6 @@ def value_types(field: str) -> frozenset[type]:
     annotation = Chunk.model_fields[field].annotation
     members = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
     return frozenset(get_origin(member) or member for member in members)
-
-
-def trusted(model: type[_Model], fields: dict[str, Any], given: set[str]) -> _Model:
-    """A ``model`` holding ``fields`` as they are, for values the library made itself (a hit's
-    row as the index wrote it, its score and ranks): what validation would produce, without
-    repeating it on every query.
-
-    ``fields`` must hold every field, in declaration order, each value of the exact type
-    validation gives (plain ``str``, ``int``, ``float``, ``dict``, ``datetime``, None);
-    ``given`` are the fields the caller set (``model_fields_set``), held as they are, as
-    ``model_construct`` holds its ``_fields_set``: one set serves every hit (pydantic copies it
-    before it changes one, and a frozen model changes none). This is the end of
-    ``model_construct``, whose loop over the fields for aliases and defaults cost more than
-    validating (3.5 us a ``Chunk``, against 1.5 validated and 0.5 here); for frozen models
-    without private attributes, extras or a post-init hook.
-    tests/test_trusted_hits.py holds every hit built this way equal to the validated model.
-    """
-    instance = model.__new__(model)
-    _set_attribute(instance, "__dict__", fields)
-    _set_attribute(instance, "__pydantic_fields_set__", given)
-    _set_attribute(instance, "__pydantic_extra__", None)
-    _set_attribute(instance, "__pydantic_private__", None)
-    return instance
-
-
-_set_attribute = object.__setattr__  # past the models' own __setattr__, which freezes them
 
 
 class SearchResult(BaseModel):

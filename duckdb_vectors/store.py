@@ -36,6 +36,7 @@ from .index import chunk_table, documents, plain_sql, postings, slices, vector_c
 from .index.db import (
     Transaction,
     connect,
+    evict_cached_blocks,
     first_line,
     is_open,
     memory_limited,
@@ -577,9 +578,9 @@ class VectorStore:
         if not self.settings.memory_index or not self._memory_index_fits(quantization):
             return SqlSearcher(self._connection, self._dimension())
         try:
-            self._memory = MemoryIndex.load(
-                self._connection, quantization, committed=not self._transaction_depth
-            )
+            self._memory = MemoryIndex.load(self._connection, quantization)
+            if not self._transaction_depth:  # inside one, a refusal would abort it
+                evict_cached_blocks(self._connection)
         except duckdb.Error as error:  # a file damaged where no query had read yet
             raise NotAnIndexError(
                 f"{self.db_path}: its in-memory index could not be loaded: {first_line(error)}"

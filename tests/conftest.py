@@ -83,10 +83,13 @@ def _skip_what_is_missing(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
-def without_term_digests(connection: duckdb.DuckDBPyConnection) -> None:
-    """What schemas 4-7 stored: ``terms`` without its digests (tests making an older file)."""
-    connection.execute("ALTER TABLE terms DROP COLUMN digest_high")
-    connection.execute("ALTER TABLE terms DROP COLUMN digest_low")
+def as_written_by_version_8(connection: duckdb.DuckDBPyConnection) -> None:
+    """What schema 8 stored: each term's MD5 halves in ``terms`` (dropped by schema 9)."""
+    connection.execute("DELETE FROM schema_migrations WHERE version > 8")
+    for column, half in (("digest_high", "upper"), ("digest_low", "lower")):
+        connection.execute(f"ALTER TABLE terms ADD COLUMN {column} UBIGINT NOT NULL DEFAULT 0")
+        connection.execute(f"ALTER TABLE terms ALTER COLUMN {column} DROP DEFAULT")
+        connection.execute(f"UPDATE terms SET {column} = md5_number_{half}(term)")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from conftest import DEFAULT_BACKEND, STATIC_MODEL, without_term_digests
+from conftest import DEFAULT_BACKEND, STATIC_MODEL
 
 from duckdb_vectors import IndexMismatchError, NotAnIndexError, VectorStore
 from duckdb_vectors.embedders import BaseEmbedder, fingerprint_directory
@@ -158,7 +158,6 @@ def test_migrating_to_content_digests_keeps_the_content_hash(db_path: Path) -> N
     with duckdb.connect(str(db_path)) as connection:
         connection.execute("DELETE FROM schema_migrations WHERE version > 5")
         without_content_digests(connection)
-        without_term_digests(connection)
     with VectorStore(db_path, read_only=True, model_path=STATIC_MODEL) as store:
         assert store.query_text("sky")[0].chunk.text == "the sky is blue"  # readable unmigrated
     with VectorStore(db_path, model_path=STATIC_MODEL) as store:  # read-write: migrated
@@ -218,8 +217,6 @@ def test_an_index_of_schema_version_2_is_searched_read_only_without_migrating(
             ("postings", "tf", "INTEGER", False),
             ("terms", "term_id", "INTEGER", False),
             ("terms", "term", "VARCHAR", False),
-            ("terms", "digest_high", "UBIGINT", False),
-            ("terms", "digest_low", "UBIGINT", False),
         ]
 
 

@@ -175,6 +175,7 @@ def test_get_on_mcp_is_answered_at_once_not_held_open(index: Path) -> None:
             assert answer.status_code == 405 and answer.headers["allow"] == "POST"
             assert "POST requests to /mcp" in answer.json()["error"]
 
+
 @pytest.mark.slow
 def test_a_bearer_token_guards_mcp_but_not_health(index: Path) -> None:
     with http_server(index, "--auth-token", TOKEN) as (base, _):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import run_cli, without_term_digests
+from conftest import run_cli
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -149,7 +149,6 @@ def as_written_before_schema_7(path: Path) -> None:
         connection.execute("DROP MACRO TABLE search_text")
         connection.execute("DROP VIEW chunk_view")
         connection.execute("DROP TABLE word_forms")
-        without_term_digests(connection)
         connection.execute("DELETE FROM schema_migrations WHERE version > 6")
         connection.execute(  # as its last write recorded it
             "UPDATE manifest SET document = json_merge_patch(document, '{\"schema_version\": 6}')"

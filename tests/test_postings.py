@@ -10,16 +10,13 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from conftest import DEFAULT_BACKEND, STATIC_MODEL, without_term_digests
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from conftest import DEFAULT_BACKEND, STATIC_MODEL, as_written_by_version_8
 
 from duckdb_vectors import VectorStore
 from duckdb_vectors.index import postings
 from duckdb_vectors.models import Chunk
 from duckdb_vectors.search.answer import Scope, SqlSearcher
 from duckdb_vectors.search.memory_index import MemoryIndex
-from duckdb_vectors.search.term_slots import TermSlots
 from duckdb_vectors.tokenizer import tokenize
 
 TEXTS = [
@@ -59,7 +56,7 @@ def test_an_index_with_appended_postings_loads_and_ranks_like_sql(tmp_path: Path
         store.add_texts(TEXTS[300:550])  # appended, under half: left out of term order
         store.delete_vectors([store.list_vectors(limit=5).vectors[i].chunk_id for i in range(5)])
         memory, sql = MemoryIndex.load(store.connection), SqlSearcher(store.connection, 256)
-        for query in ("red fox", "blue 7 times", "number 305", "jumps"):
+        for query in ("red fox", "blue 7 times", "number 305", "jumps", "red dog"):
             from_memory = memory.lexical_ranking(tokenize(query), 20, Scope())
             from_sql = sql.lexical_ranking(tokenize(query), 20, Scope())
             assert list(from_memory.keys) == list(from_sql.keys), query
@@ -123,45 +120,8 @@ def test_inserted_postings_are_not_held_until_the_commit(
         assert store.connection.execute(stored).fetchall() == [(0, 1, 2), (1, 1, 1), (1, 2, 1)]
 
 
-# Words of every script the tokenizer handles, and any other text (a term is never empty, and
-# the tokenizer makes none with a NUL).
-any_term = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1)
-
-
-@given(st.lists(any_term, max_size=12))
-@settings(max_examples=200, deadline=None)
-def test_a_terms_digest_is_the_one_duckdb_stores(terms: list[str]) -> None:
-    stored = duckdb.sql(
-        "SELECT md5_number_upper($1[i]), md5_number_lower($1[i])"
-        " FROM range(1, len($1) + 1) r(i) ORDER BY i",
-        params=[terms],
-    ).fetchall()
-    assert [postings.term_digest(term) for term in terms] == stored
-
-
-def term_slots(digests: list[tuple[int, int]]) -> TermSlots:
-    high, low = np.array(digests, dtype=np.uint64).reshape(-1, 2).T
-    return TermSlots(high, low)
-
-
-def test_terms_are_found_by_their_digests_and_absent_ones_are_not() -> None:
-    vocabulary = ["fox", "red", "E1234", "регистр", "日本", "read_csv_auto"]
-    slots = term_slots([postings.term_digest(term) for term in vocabulary])
-    asked = [*reversed(vocabulary), "dog", "", "fox"]
-    assert slots.slots(asked) == [5, 4, 3, 2, 1, 0, None, None, 0]
-    assert slots.slots(asked) == [5, 4, 3, 2, 1, 0, None, None, 0]  # held, the same
-    assert term_slots([]).slots(["fox"]) == [None]
-
-
-def test_terms_whose_digests_share_a_high_half_are_told_apart_by_the_low_half() -> None:
-    fox_high, fox_low = postings.term_digest("fox")
-    # Slot 0 as if another term hashed to fox's high half: the two sit in one run, it first.
-    slots = term_slots([(fox_high, fox_low ^ 1), (fox_high + 1, fox_low), (fox_high, fox_low)])
-    assert slots.slots(["fox", "red"]) == [2, None]
-
-
 @pytest.mark.slow
-def test_an_index_from_before_term_digests_is_searched_read_only_and_gains_them_read_write(
+def test_an_index_of_schema_8_is_searched_read_only_and_loses_the_digests_read_write(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "x.duckdb"
@@ -169,14 +129,16 @@ def test_an_index_from_before_term_digests_is_searched_read_only_and_gains_them_
     with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
         store.add_texts([*TEXTS[:400], "регистрация и регистр"])
         found = {query: store.query_text(query, top_k=5) for query in queries}
-    with duckdb.connect(str(path)) as connection:  # what schemas 4-7 stored
-        without_term_digests(connection)
-        connection.execute("DELETE FROM schema_migrations WHERE version > 7")
+    with duckdb.connect(str(path)) as connection:
+        as_written_by_version_8(connection)
     with VectorStore(path, read_only=True, model_path=STATIC_MODEL) as store:
         store.warm_up()
         assert {query: store.query_text(query, top_k=5) for query in queries} == found
     with VectorStore(path, model_path=STATIC_MODEL) as store:  # read-write: migrated
         assert {query: store.query_text(query, top_k=5) for query in queries} == found
-        terms = store.connection.sql("SELECT term, digest_high, digest_low FROM terms").fetchall()
-    words, high, low = zip(*terms, strict=True)
-    assert list(zip(high, low, strict=True)) == [postings.term_digest(word) for word in words]
+        store.add_texts(["a new fox"])  # new terms are written without digests
+        assert store.query_text("new", top_k=1)[0].chunk.text == "a new fox"
+        columns = store.connection.sql(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = 'terms'"
+        ).fetchall()
+    assert columns == [("term_id",), ("term",)]

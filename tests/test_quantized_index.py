@@ -18,7 +18,6 @@ from conftest import (
     STATIC_MODEL,
     XQUAD_QUESTIONS,
     run_cli,
-    without_term_digests,
 )
 
 from duckdb_vectors import (
@@ -254,7 +253,6 @@ def as_written_by_version_4(db_path: Path) -> None:
     with duckdb.connect(str(db_path)) as connection:
         connection.execute("DELETE FROM schema_migrations WHERE version > 4")
         connection.execute("DROP TABLE vector_codes")
-        without_term_digests(connection)
 
 
 @pytest.mark.slow

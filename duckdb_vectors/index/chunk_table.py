@@ -8,7 +8,6 @@ and, if callers should see it, the field of the same name on ``models.Chunk``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
@@ -19,7 +18,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from ..models import Chunk, trusted
+from ..models import Chunk
 from ..rows import ChunkColumns
 from . import postings, vector_codes, word_numbers
 from .db import (
@@ -198,40 +197,21 @@ def token_columns(
 
 
 def decode(values: Sequence[Any], embedding: Any = None) -> Chunk:
-    """A ``Chunk`` from a row read with ``CHUNK_SELECT`` (its values in that order, as DuckDB
-    hands them: plain Python values), and its embedding if read.
-
-    The index wrote the row from a validated ``Chunk``, so it is not validated again: the
-    values are those validation gives (tests/test_trusted_hits.py holds them equal). Building
-    the hits was the largest share of a vector query at 5k chunks after the matrix product.
-    """
-    # Named, not zipped with CHUNK_FIELDS: a dict built from names is 0.45 us faster a chunk
-    # (a vector query builds ten). A field added to ``Chunk`` fails this unpacking at once.
+    """A ``Chunk`` from a row read with ``CHUNK_SELECT`` (its values in that order), and its
+    embedding if read."""
+    # Unpacked by name: a field added to ``Chunk`` fails here at once.
     chunk_id, text, source, position, title, metadata, etag, stamped_at = values
-    fields = {
-        "chunk_id": chunk_id,
-        "text": text,
-        "source": source,
-        "position": position,
-        "title": title,
-        "metadata": json.loads(metadata) if metadata else {},
-        "etag": etag,
-        "stamped_at": _stamp(stamped_at),
-        "embedding": None if embedding is None else [float(x) for x in embedding],
-    }
-    return trusted(Chunk, fields, _READ_FIELDS if embedding is None else _READ_WITH_EMBEDDING)
-
-
-# The fields a chunk read back was given (``model_fields_set``), as validating it said.
-_READ_FIELDS = set(CHUNK_FIELDS)
-_READ_WITH_EMBEDDING = _READ_FIELDS | {"embedding"}
-
-
-@functools.lru_cache(maxsize=1024)
-def _stamp(epoch_us: int) -> datetime:
-    """A ``stamped_at`` read as epoch microseconds, as a datetime: most chunks of an index
-    share a few (one per write), so each is converted once."""
-    return datetime.fromtimestamp(epoch_us / 1e6, UTC)
+    return Chunk(
+        chunk_id=chunk_id,
+        text=text,
+        source=source,
+        position=position,
+        title=title,
+        metadata=json.loads(metadata) if metadata else {},
+        etag=etag,
+        stamped_at=datetime.fromtimestamp(stamped_at / 1e6, UTC),
+        embedding=embedding,
+    )
 
 
 def _decode_rows(rows: list[tuple[Any, ...]]) -> list[Chunk]:
@@ -480,11 +460,6 @@ def columns_between(connection: duckdb.DuckDBPyConnection, low: int, high: int) 
     return connection.execute(
         f"SELECT {CHUNK_SELECT} FROM chunks WHERE key BETWEEN $1 AND $2 ORDER BY key", [low, high]
     ).fetchnumpy()
-
-
-def etag_bytes(connection: duckdb.DuckDBPyConnection) -> int:
-    """The length of every chunk's etag, together."""
-    return int(scalar(connection, "SELECT coalesce(sum(strlen(etag)), 0) FROM chunks") or 0)
 
 
 # A chunk's document: its source, else the chunk alone (``document_of`` in Python).

@@ -3,12 +3,11 @@ read back (by term, in SQL; whole and in term order, for the in-memory index).
 
 Since schema 4, ``terms(term_id, term)`` names each distinct token once and ``postings(term_id,
 key, tf)`` holds one row per chunk and term. The in-memory index needs the postings grouped by
-term: DuckDB sorts 40 million of them by an integer in about a second, where sorting by the term
-string (schema 3's ``postings(term, key, tf)``) and joining for the ids took four.
+term, and DuckDB sorts by an integer several times faster than by the term string (schema 3's
+``postings(term, key, tf)``).
 
-Since schema 8, ``terms`` also holds each term's MD5 in two halves (``digest_high``,
-``digest_low``; ``term_digest`` computes the same in Python), so the in-memory index finds a
-query's terms without holding the terms' strings (``search.term_slots``).
+Schema 8 also kept each term's MD5 in ``terms`` (``digest_high``, ``digest_low``); schema 9
+drops them again: the in-memory index finds terms by their strings.
 
 A file of an older schema opened read-only keeps its layout; ``Layout.of`` reads it through the
 same relations, so every query here is written once.
@@ -16,25 +15,13 @@ same relations, so every query here is written once.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import duckdb
 import numpy as np
 
-from .db import column_type, first_row, has_table, numpy_batches, registered_arrow, scalar
-
-# A term's MD5 as two unsigned 64-bit halves: DuckDB's ``md5_number_upper`` reads the digest's
-# first 8 bytes little-endian, ``md5_number_lower`` its last 8 (``term_digest``).
-_DIGEST_HIGH, _DIGEST_LOW = "md5_number_upper(term)", "md5_number_lower(term)"
-_DIGESTS = f"{_DIGEST_HIGH} AS digest_high, {_DIGEST_LOW} AS digest_low"
-
-
-def term_digest(term: str) -> tuple[int, int]:
-    """The halves of ``term``'s MD5, as the ``terms`` table holds them."""
-    digest = hashlib.md5(term.encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
+from .db import first_row, has_table, numpy_batches, registered_arrow, scalar
 
 
 @dataclass(frozen=True)
@@ -42,7 +29,7 @@ class Layout:
     """The postings of one open file as two SQL relations.
 
     Attributes:
-        terms: ``(term_id, term, digest_high, digest_low)``, one row per distinct term.
+        terms: ``(term_id, term)``, one row per distinct term.
         postings: ``(term_id, key, tf)``, one row per chunk and term.
     """
 
@@ -52,14 +39,11 @@ class Layout:
     @classmethod
     def of(cls, connection: duckdb.DuckDBPyConnection) -> Layout:
         if has_table(connection, "terms"):
-            if column_type(connection, "terms", "digest_high"):
-                return cls("terms", "postings")
-            # Schemas 4-7, read-only: digests computed on the fly (0.6 s a million terms).
-            return cls(f"(SELECT term_id, term, {_DIGESTS} FROM terms)", "postings")
-        # Schema 3, read-only: ids numbered and digests computed on the fly.
+            return cls("terms", "postings")
+        # Schema 3, read-only: ids numbered on the fly.
         terms = (
-            "(SELECT CAST(row_number() OVER (ORDER BY term) AS INTEGER) AS term_id, term,"
-            f" {_DIGESTS} FROM (SELECT DISTINCT term FROM postings))"
+            "(SELECT CAST(row_number() OVER (ORDER BY term) AS INTEGER) AS term_id, term"
+            " FROM (SELECT DISTINCT term FROM postings))"
         )
         return cls(
             terms, f"(SELECT t.term_id, p.key, p.tf FROM postings p JOIN {terms} t USING (term))"
@@ -69,9 +53,8 @@ class Layout:
         """``(term_id, key, tf)`` of the terms in ``terms``, a SQL list (e.g. ``$1::VARCHAR[]``).
 
         The terms' ids are looked up first and the postings filtered by id: stored in term
-        order, DuckDB then reads only their row groups. Joining all postings to their terms and
-        filtering by the term string read all of them (0.6-0.9 s of a query at a million
-        chunks, against 0.05 s).
+        order, DuckDB then reads only their row groups, where joining all postings to their
+        terms and filtering by the term string read all of them.
         """
         return (
             f"(SELECT term_id, key, tf FROM {self.postings} WHERE term_id IN"
@@ -90,9 +73,8 @@ def create_by_term(connection: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-# The tables as schema 4 made them (schema 8 adds the terms' digests). Files migrated before
-# these were declared made them with CREATE TABLE AS: the same columns and types, without NOT
-# NULL, which nothing relies on.
+# The tables as schema 4 made them. Files migrated before these were declared made them with
+# CREATE TABLE AS: the same columns and types, without NOT NULL, which nothing relies on.
 TERMS_COLUMNS = "term_id INTEGER NOT NULL, term VARCHAR NOT NULL"
 POSTINGS_COLUMNS = "term_id INTEGER NOT NULL, key BIGINT NOT NULL, tf INTEGER NOT NULL"
 
@@ -113,12 +95,11 @@ def create(connection: duckdb.DuckDBPyConnection) -> None:
     connection.execute("ALTER TABLE postings_by_id RENAME TO postings")
 
 
-def add_term_digests(connection: duckdb.DuckDBPyConnection) -> None:
-    """Schema 8: each term's digests, computed for the terms there are."""
+def drop_term_digests(connection: duckdb.DuckDBPyConnection) -> None:
+    """Schema 9: drop the terms' digests a file of schema 8 holds (none since: terms are
+    found by their strings, which the index holds anyway)."""
     for column in ("digest_high", "digest_low"):
-        connection.execute(f"ALTER TABLE terms ADD COLUMN {column} UBIGINT NOT NULL DEFAULT 0")
-        connection.execute(f"ALTER TABLE terms ALTER COLUMN {column} DROP DEFAULT")
-    connection.execute(f"UPDATE terms SET digest_high = {_DIGEST_HIGH}, digest_low = {_DIGEST_LOW}")
+        connection.execute(f"ALTER TABLE terms DROP COLUMN IF EXISTS {column}")
 
 
 # The most postings a ``Run`` holds back (16 bytes each: 128 MB), about 200,000 chunks of
@@ -131,10 +112,10 @@ class Run:
     """Postings held back during a write into an index that was empty when it began, and
     inserted as one run in term order when it ends.
 
-    Batch by batch, each batch's postings were in order but the table was not, and
-    ``compact_if_unordered`` then rewrote all of them: 1.4 s of a 100,000-chunk Parquet
-    import. It relies on what such a write relies on (see ``writes.plan_batch``'s
-    ``known_new``): nothing else changes the index until the write ends.
+    Batch by batch, each batch's postings would be in order but the table not, and
+    ``compact_if_unordered`` would then rewrite all of them. It relies on what such a write
+    relies on (see ``writes.plan_batch``'s ``known_new``): nothing else changes the index
+    until the write ends.
 
     A write of more than ``RUN_LIMIT`` postings is compacted after its commit anyway: what is
     held then goes in as it is, batch by batch, and nothing more is held, rather than being
@@ -183,9 +164,9 @@ def term_ids(connection: duckdb.DuckDBPyConnection, terms: list[str]) -> np.ndar
     batch = {"term": terms, "place": np.arange(len(terms), dtype=np.int64)}
     with registered_arrow(connection, "batch_terms", batch):
         connection.execute(
-            "INSERT INTO terms (term_id, term, digest_high, digest_low)"
+            "INSERT INTO terms (term_id, term)"
             " SELECT (SELECT coalesce(max(term_id), 0) FROM terms)"
-            f" + CAST(row_number() OVER (ORDER BY term) AS INTEGER), term, {_DIGESTS}"
+            " + CAST(row_number() OVER (ORDER BY term) AS INTEGER), term"
             " FROM (SELECT DISTINCT term FROM batch_terms) n"
             " WHERE NOT EXISTS (SELECT 1 FROM terms t WHERE t.term = n.term)"
         )
@@ -207,9 +188,8 @@ def insert(
     to ``run``).
 
     The postings go in sorted: a write of one batch (``put_vectors``) then needs no compaction,
-    and sorted postings compress well. numpy counts and sorts the pairs (``_counted``), where
-    DuckDB's GROUP BY and ORDER BY over nearly one group per posting took 2.5 s of 3.4 at
-    100,000 chunks of 40 tokens, and numpy 0.4.
+    and sorted postings compress well. numpy counts and sorts the pairs (``_counted``), several
+    times faster than DuckDB's GROUP BY and ORDER BY over nearly one group per posting.
     """
     counted = _counted(term_ids, keys)
     if run is not None:
@@ -221,7 +201,7 @@ def insert(
 def _insert(connection: duckdb.DuckDBPyConnection, postings: dict[str, np.ndarray]) -> None:
     # As an Arrow batch that is let go after the INSERT: DuckDB keeps what was registered
     # referenced until the commit, and numpy columns (``registered``) would then hold every
-    # posting of the write, 16 bytes each (a million-chunk import climbed to 2 GB).
+    # posting of the write, 16 bytes each.
     if len(postings["key"]) == 0:  # chunks without a token (nanoarrow makes no empty array)
         return
     with registered_arrow(connection, "new_postings", postings):
@@ -235,9 +215,7 @@ def _counted(term_ids: np.ndarray, keys: np.ndarray) -> dict[str, np.ndarray]:
         return {"term_id": empty, "key": np.empty(0, dtype=np.int64), "tf": empty}
     first_key = int(keys.min())
     pairs = _pairs(term_ids, keys - first_key)
-    # Integers sort to the same array with any sort, so the fastest: numpy's default, which on
-    # a CPU with AVX-512 sorts a batch of SciFact's pairs (2.2M) in 0.031 s against 0.21 for
-    # its stable sort (0.125 against 0.09 on a CPU without, where the write took 12.5 s).
+    # Integers sort to the same array with any sort, so numpy's default, the fastest.
     pairs.sort()
     starts = np.flatnonzero(np.diff(pairs, prepend=-1))
     distinct = pairs[starts]
@@ -294,9 +272,8 @@ def compact_if_unordered(connection: duckdb.DuckDBPyConnection) -> None:
     """Rewrite the postings in term order when more than half of them came after the first
     one out of order (rows appended since the last rewrite), and drop terms no chunk has any
     more. Storage order is what the in-memory index reads, sorting each batch that is out of
-    order (milliseconds); half bounds that work, and the rewrites cost each posting about 2
-    more. At an eighth (8 more), ten writes of 2,000 chunks of 200 words spent 2.2 s of 9.5
-    rewriting postings."""
+    order; half bounds that work, and the rewrites cost each posting about 2 more (at an
+    eighth, 8 more)."""
     total, unordered = first_row(
         connection,
         "SELECT count(*), count(*) - coalesce(min(n) FILTER (WHERE term_id < previous) - 1,"
@@ -315,37 +292,28 @@ def compact_if_unordered(connection: duckdb.DuckDBPyConnection) -> None:
 # -- reading whole ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Vocabulary:
-    """The terms that have postings, by id: their digests (``term_digest``), ids and
-    document frequencies. The strings themselves are not read: a million of them, and a dict
-    over them, took 0.56 s of a big index's load and 113 MiB."""
-
-    digest_high: np.ndarray
-    digest_low: np.ndarray
-    term_ids: np.ndarray
-    document_frequency: np.ndarray
-
-
-def vocabulary(connection: duckdb.DuckDBPyConnection, layout: Layout) -> Vocabulary:
-    """Read with plain scans and numpy, no sort, join or grouping in DuckDB, so it can run
-    under a scan's small buffer pool, beside the vectors' load (``scan_buffer_pool``). Each
-    array is made once, at its size; grown batch by batch, they made and freed about 200 MB at
-    a million terms."""
+def document_frequencies(connection: duckdb.DuckDBPyConnection, layout: Layout) -> np.ndarray:
+    """Each term's number of postings, by term id (0 to the largest), counted by numpy over a
+    scan of the ids."""
     size = int(scalar(connection, f"SELECT coalesce(max(term_id), -1) FROM {layout.terms}")) + 1
-    counts = np.zeros(size, dtype=np.int64)  # by term id
+    counts = np.zeros(size, dtype=np.int64)
     for batch in numpy_batches(connection.sql(f"SELECT term_id FROM {layout.postings}")):
         ids = batch["term_id"]
         if len(ids):
             first = int(ids.min())
             found = np.bincount(ids - first)
             counts[first : first + len(found)] += found
-    high, low = np.zeros(size, np.uint64), np.zeros(size, np.uint64)
-    relation = connection.sql(f"SELECT term_id, digest_high, digest_low FROM {layout.terms}")
-    for batch in numpy_batches(relation):
-        high[batch["term_id"]], low[batch["term_id"]] = batch["digest_high"], batch["digest_low"]
-    term_ids = np.flatnonzero(counts)
-    return Vocabulary(high[term_ids], low[term_ids], term_ids, counts[term_ids])
+    return counts
+
+
+def term_ids_with_postings(
+    connection: duckdb.DuckDBPyConnection, layout: Layout, document_frequency: np.ndarray
+) -> dict[str, int]:
+    """Each term's id, for the terms with postings (``document_frequencies``)."""
+    terms = connection.sql(f"SELECT term, term_id FROM {layout.terms}").fetchnumpy()
+    ids = np.asarray(terms["term_id"], dtype=np.int64)
+    kept = document_frequency[ids] > 0
+    return dict(zip(terms["term"][kept].tolist(), ids[kept].tolist(), strict=True))
 
 
 def in_storage_order(

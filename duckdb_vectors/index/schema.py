@@ -40,6 +40,10 @@ def _initial_schema(connection: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _nothing(connection: duckdb.DuckDBPyConnection) -> None:
+    pass
+
+
 def _chunks_table(connection: duckdb.DuckDBPyConnection) -> None:
     # An index that was written to has it already; one that never was gets it empty, so every
     # reader can count on it (the embedding column follows at the first write).
@@ -65,10 +69,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         plain_sql.migrate,
         readable_without=True,
     ),
+    # Version 8 added each term's MD5 to ``terms``, for the in-memory index to find terms by;
+    # 9 drops them again, so a file migrated from before 8 never gets them.
     Migration(
-        8,
-        "terms.digest_high, terms.digest_low: each term's MD5, to find terms by",
-        postings.add_term_digests,
+        8, "terms.digest_high, terms.digest_low (dropped by 9)", _nothing, readable_without=True
+    ),
+    Migration(
+        9,
+        "terms without digests: terms are found by their strings",
+        postings.drop_term_digests,
         readable_without=True,
     ),
 )

@@ -1,11 +1,11 @@
 """The in-memory hot path: one snapshot of an index's vectors, postings and chunk rows.
 
-A DuckDB query costs a fraction of a millisecond of planning before it reads a row, and a
-full-table ``array_cosine_similarity`` scan is ~10x slower than one matrix-vector product in
-numpy. A long-lived process therefore loads the index once (about a second per 100k chunks)
-and answers from numpy: a matrix product for the vector ranking, an inverted index for BM25,
-and a tuple per chunk for the rows it returns. DuckDB stays the store of record; the snapshot is
-rebuilt after this process writes to the index.
+A DuckDB query costs planning before it reads a row, and a full-table
+``array_cosine_similarity`` scan is several times slower than one matrix-vector product in
+numpy. A long-lived process therefore loads the index once and answers from numpy: a matrix
+product for the vector ranking, an inverted index for BM25, and the rows it returns, a list per
+column. DuckDB stays the store of record; the snapshot is rebuilt after this process writes to
+the index.
 
 A quantized index is ranked from its int8 codes instead of the float32 matrix (a quarter of the
 memory); the best candidates are rescored with their float32 vectors, read from DuckDB by key.
@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import duckdb
 import numpy as np
@@ -25,41 +24,41 @@ import numpy as np
 from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight
 from ..config import Quantization
 from ..errors import NotAnIndexError
-from ..index import chunk_table, held_rows, postings, vector_codes
-from ..index.db import (
-    evict_cached_blocks,
-    numpy_batches,
-    registered,
-    scalar,
-    scan_buffer_pool,
-)
+from ..index import chunk_table, postings, vector_codes
+from ..index.db import numpy_batches, registered, scalar, scan_buffer_pool
 from ..models import Chunk
 from .answer import Scope
 from .quantization import Int8Vectors
 from .ranking import TIE_TOLERANCE, Ranking
-from .term_slots import TermSlots
 
-# Above this many chunks the rows returned with results are read from DuckDB per query (8-10 ms
-# for ten at a million chunks, where the vector scan takes 50-200) instead of being held:
-# at a million chunks holding them took 1.6 s of the load and a few hundred MB.
+# Up to this many chunks the rows returned with results are held; above, they are read from
+# DuckDB per query. The read costs milliseconds, a large share of a query at 100k chunks and a
+# small one at a million, where holding the rows would add seconds to the load and 700 MB.
 RESIDENT_ROWS_LIMIT = 250_000
-# Postings map keys to rows through a table as wide as the largest key, up to this many times
-# the number of chunks (4 bytes each); wider, by binary search.
-KEY_TABLE_MAX_SPAN = 8
-_SAMPLE_STRIDE = 8  # one score in eight bounds the top-k threshold from below
+# Held rows are read this many chunks at a time: a read's result is held twice while it is
+# converted (by DuckDB, and as Python objects).
+ROWS_PER_READ = 16_384
+# The columns whose values repeat from chunk to chunk (a document's source and title, one
+# write's time): held rows share one object per distinct value.
+_REPEATING = frozenset({"source", "title", "metadata", "stamped_at"})
+_SOURCE = chunk_table.CHUNK_FIELDS.index("source")
+_CHUNK_ID = chunk_table.CHUNK_FIELDS.index("chunk_id")
 # DuckDB hands a scan to Python in Arrow batches of this many rows: one is held while it is copied.
 _ARROW_BATCH_ROWS = 131_072
-# What a chunk row held takes besides its text's characters (``held_rows``): its text's and
-# its id's string headers (about 50 bytes each), the id, the etag (32 bytes and an offset) and
-# two numbers; 100k rows of 40 words took about 48 MiB, 33.4 of them text (ids of 9 bytes).
-_HELD_ROW_BYTES = 192
+# What a held chunk row takes besides its text's characters: a pointer per column, the text's
+# and the id's string headers, the id and the etag (measured: 100k chunks of 40 words).
+_HELD_ROW_BYTES = 340
+# What a term takes in the snapshot's dict: the string (of about ten characters), its id and
+# the dict's entry (measured: a million terms).
+_TERM_BYTES = 130
 
 
 @dataclass
 class _Postings:
-    """BM25 inverted index: for the term in slot ``t``, rows ``rows[offsets[t]:offsets[t+1]]``."""
+    """BM25 inverted index: the term with id ``t`` has rows ``rows[offsets[t]:offsets[t+1]]``
+    (arrays indexed by term id)."""
 
-    terms: TermSlots
+    term_ids: dict[str, int]  # the terms that have postings
     offsets: np.ndarray
     rows: np.ndarray
     weights: np.ndarray  # the BM25 term-frequency part, without idf
@@ -153,8 +152,8 @@ class MemoryIndex:
         keys: chunk keys, ascending; row ``i`` of every array belongs to ``keys[i]``.
         vectors: the embeddings, one row per chunk.
         postings: the BM25 inverted index.
-        rows: the chunk rows returned with results (``held_rows.read``), in key order; None
-            to read them from ``connection`` per query.
+        rows: the ``chunk_table.CHUNK_FIELDS`` columns of the chunks, each a list in key
+            order (``_held_rows``); None to read them from ``connection`` per query.
     """
 
     def __init__(
@@ -163,7 +162,7 @@ class MemoryIndex:
         keys: np.ndarray,
         vectors: Vectors,
         postings: _Postings,
-        rows: held_rows.HeldRows | None,
+        rows: list[list[Any]] | None,
     ) -> None:
         self.connection = connection
         self.keys = keys
@@ -178,44 +177,21 @@ class MemoryIndex:
         quantization: Quantization | None = None,
         k1: float = BM25_K1,
         b: float = BM25_B,
-        *,
-        committed: bool = False,
     ) -> MemoryIndex:
-        """The snapshot of what ``connection`` sees.
-
-        ``committed``: no transaction is open on it, so another connection to the file sees
-        the same; the postings then load in a thread, on a cursor, while the vectors load here.
-        Both sides spend most of their time in DuckDB and numpy, which let the other run: at
-        1M chunks 1.9 s against 2.5 s one after the other, and ``warm_up()`` (the model loading
-        beside both) 2.44 s against 2.68 s (2 cores, medians of 3, alternating).
-        """
+        """The snapshot of what ``connection`` sees."""
         core = chunk_table.lengths(connection)
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
-        # Every statement that needs DuckDB's working memory (sorts, joins, aggregates) runs
-        # before a scan holds the buffer pool small: the pool is the database's, not the
-        # cursor's, and a million-term vocabulary joined beside the vectors' scan ran out of
-        # it. The postings' load is plain scans (``postings.vocabulary``).
-        layout = postings.Layout.of(connection)
-        if committed:
-            # The cursor closes after the thread is done, whatever the vectors' load raised.
-            with connection.cursor() as reader, ThreadPoolExecutor(1) as loading:
-                postings_loaded = loading.submit(
-                    _load_postings, reader, layout, keys, lengths, k1, b
-                )
-                vectors = VECTOR_LOADERS[quantization](connection, keys)
-                inverted = postings_loaded.result()
-        else:
-            inverted = _load_postings(connection, layout, keys, lengths, k1, b)
-            _release_cached_blocks(connection)
-            vectors = VECTOR_LOADERS[quantization](connection, keys)
+        # The postings (sorts, joins, aggregates in the older layouts) load before the
+        # vectors' scan holds the buffer pool small: the pool is the database's, not a cursor's.
+        inverted = _load_postings(connection, postings.Layout.of(connection), keys, lengths, k1, b)
+        _release_cached_blocks(connection)
+        vectors = VECTOR_LOADERS[quantization](connection, keys)
         _release_cached_blocks(connection)
         rows = None
         if len(keys) <= RESIDENT_ROWS_LIMIT:
-            rows = held_rows.read(connection, keys)
+            rows = _held_rows(connection, keys)
             _release_cached_blocks(connection)
-        if committed:
-            evict_cached_blocks(connection)
         return cls(connection, keys, vectors, inverted, rows)
 
     def __len__(self) -> int:
@@ -229,12 +205,10 @@ class MemoryIndex:
 
     def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking:
         postings = self.postings
-        slots = [
-            slot for slot in postings.terms.slots(list(dict.fromkeys(terms))) if slot is not None
-        ]
-        if not slots:
+        found = [postings.term_ids.get(term) for term in dict.fromkeys(terms)]
+        ids = np.asarray([term_id for term_id in found if term_id is not None], dtype=np.int64)
+        if len(ids) == 0:
             return Ranking.empty()
-        ids = np.asarray(slots)
         starts, ends = postings.offsets[ids].tolist(), postings.offsets[ids + 1].tolist()
         spans = [slice(start, end) for start, end in zip(starts, ends, strict=True)]
         rows = np.concatenate([postings.rows[span] for span in spans])
@@ -251,24 +225,31 @@ class MemoryIndex:
     def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
         postings = self.postings
         rows: np.ndarray | None = self._candidate_rows(scope)
-        for slot in postings.terms.slots(list(dict.fromkeys(terms))):
-            if slot is None:
+        for term in dict.fromkeys(terms):
+            term_id = postings.term_ids.get(term)
+            if term_id is None:
                 return np.zeros(0, dtype=np.int64)
-            span = postings.rows[postings.offsets[slot] : postings.offsets[slot + 1]]
+            span = postings.rows[postings.offsets[term_id] : postings.offsets[term_id + 1]]
             rows = np.unique(span) if rows is None else np.intersect1d(rows, span)
         return self.keys[rows] if rows is not None else self.keys
 
     def chunks(self, keys: np.ndarray) -> list[Chunk]:
         if self.rows is None:
             return chunk_table.by_keys(self.connection, keys)
-        chunk = self.rows.chunk
-        return [chunk(row) for row in self.keys.searchsorted(keys).tolist()]
+        columns = self.rows
+        return [
+            chunk_table.decode([column[row] for column in columns])
+            for row in self.keys.searchsorted(keys).tolist()
+        ]
 
     def documents(self, keys: np.ndarray) -> list[str]:
         if self.rows is None:
             return chunk_table.documents_of(self.connection, keys)
-        document = self.rows.document
-        return [document(row) for row in np.searchsorted(self.keys, keys).tolist()]
+        sources, chunk_ids = self.rows[_SOURCE], self.rows[_CHUNK_ID]
+        return [
+            chunk_table.document_of(sources[row], chunk_ids[row])
+            for row in self.keys.searchsorted(keys).tolist()
+        ]
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
         """The rows ``scope`` allows, ascending; None for all of them."""
@@ -293,54 +274,34 @@ def estimated_bytes(
     connection: duckdb.DuckDBPyConnection, quantization: Quantization | None
 ) -> int:
     """About what loading the snapshot adds to a process at its peak: the vectors (or int8
-    codes), 8 bytes a posting, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks) and one
-    Arrow batch of vectors in flight. On the high side: for 100k chunks of 40 words it says
-    292 MB where the load took 275-286 MB, for 1M 1,423 MB where it took about 1,410."""
+    codes), 8 bytes a posting, the terms, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks)
+    and one Arrow batch of vectors in flight; on the high side."""
     chunks = chunk_table.count(connection)
     dimension = chunk_table.embedding_dimension(connection) or 0
     vector_width = dimension * (1 if quantization == "int8" else 4)
     layout = postings.Layout.of(connection)
     posting_count = int(scalar(connection, f"SELECT count(*) FROM {layout.postings}") or 0)
+    term_count = int(scalar(connection, f"SELECT count(*) FROM {layout.terms}") or 0)
     held_rows = 0
     if chunks <= RESIDENT_ROWS_LIMIT:
         held_rows = chunk_table.text_bytes(connection) + chunks * _HELD_ROW_BYTES
     in_flight = min(chunks, _ARROW_BATCH_ROWS) * vector_width
-    return chunks * (vector_width + 16) + posting_count * 8 + held_rows + in_flight
+    return (
+        chunks * (vector_width + 16)
+        + posting_count * 8
+        + term_count * _TERM_BYTES
+        + held_rows
+        + in_flight
+    )
 
 
 def best_with_ties(scores: np.ndarray, k: int) -> np.ndarray:
     """The positions (ascending) of the ``k`` largest of ``scores`` and of every score tied
     with the ``k``-th (within ``TIE_TOLERANCE``): a partition picks an arbitrary member of a
     tie at the cut. (1 <= k <= len(scores); no NaN, which the snapshot's unit vectors and
-    BM25 weights never produce.)
-
-    A full partition costs about as much as the matrix product itself (37 us at 5k rows). The
-    ``k``-th largest of a strided sample is a lower bound of the true one (the sample's ``k``
-    best are all in ``scores``), so only the scores at or above it, about ``k * _SAMPLE_STRIDE``
-    of them, are partitioned; they also hold every tie at the cut unless the bound is within
-    the tolerance of it.
-    """
-    # ndarray methods, not numpy's functions: these wrap them in Python, which costs here.
-    if len(scores) < k * _SAMPLE_STRIDE * 4:
-        return (scores >= _tie_floor(_kth_largest(scores.copy(), k))).nonzero()[0]
-    bound = _kth_largest(scores[::_SAMPLE_STRIDE].copy(), k)
-    candidates = (scores >= bound).nonzero()[0]
-    within = scores[candidates]
-    floor = _tie_floor(_kth_largest(within.copy(), k))
-    if floor >= bound:
-        return candidates[within >= floor]
-    return (scores >= floor).nonzero()[0]
-
-
-def _kth_largest(scores: np.ndarray, k: int) -> float:
-    """The ``k``-th largest of ``scores``, which this reorders."""
-    scores.partition(len(scores) - k)
-    return float(scores[len(scores) - k])
-
-
-def _tie_floor(cut: float) -> float:
-    """The lowest score tied with ``cut`` (``ranking.TIE_TOLERANCE``)."""
-    return cut - TIE_TOLERANCE * max(abs(cut), 1.0)
+    BM25 weights never produce.)"""
+    cut = float(np.partition(scores, len(scores) - k)[len(scores) - k])
+    return (scores >= cut - TIE_TOLERANCE * max(abs(cut), 1.0)).nonzero()[0]
 
 
 def _normalised_matrix(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> np.ndarray:
@@ -415,14 +376,11 @@ def _load_postings(
     """The inverted index (8 bytes a posting), read in storage order.
 
     Postings are stored mostly in term order (``postings.compact_if_unordered``): a batch in
-    order is put in place as it is, one out of order is sorted by term first (milliseconds), so
-    nothing the size of the table is sorted or held twice; DuckDB sorting 40 million postings
-    took longer than this whole load.
+    order is put in place as it is, one out of order is sorted by term first, so nothing the
+    size of the table is sorted or held twice.
     """
-    vocabulary = postings.vocabulary(connection, layout)
-    offsets = np.concatenate([[0], np.cumsum(vocabulary.document_frequency, dtype=np.int64)])
-    slot_of_id = np.zeros(int(vocabulary.term_ids.max(initial=-1)) + 1, dtype=np.int64)
-    slot_of_id[vocabulary.term_ids] = np.arange(len(vocabulary.term_ids))
+    document_frequency = postings.document_frequencies(connection, layout)
+    offsets = np.concatenate([[0], np.cumsum(document_frequency, dtype=np.int64)])
     next_free = offsets[:-1].copy()
     rows = np.empty(offsets[-1], dtype=np.int32)
     weights = np.empty(offsets[-1], dtype=np.float32)
@@ -435,50 +393,51 @@ def _load_postings(
             order = np.argsort(term_ids, kind="stable")
             term_ids, batch_keys, tf = term_ids[order], batch_keys[order], tf[order]
         batch_rows = row_of(batch_keys)
-        place = _claim_positions(term_ids, slot_of_id, next_free)
+        place = _claim_positions(term_ids, next_free)
         rows[place] = batch_rows
         weights[place] = bm25_weight(tf, lengths32[batch_rows], average_length, k1, b)
-    idf = _bm25_idf(connection, vocabulary.document_frequency, len(keys))
-    terms = TermSlots(vocabulary.digest_high, vocabulary.digest_low)
-    return _Postings(terms, offsets, rows, weights, idf)
+    idf = _bm25_idf(connection, document_frequency, len(keys))
+    term_ids = postings.term_ids_with_postings(connection, layout, document_frequency)
+    return _Postings(term_ids, offsets, rows, weights, idf)
 
 
-def _claim_positions(
-    term_ids: np.ndarray, slot_of_id: np.ndarray, next_free: np.ndarray
-) -> slice | np.ndarray:
+def _claim_positions(term_ids: np.ndarray, next_free: np.ndarray) -> slice | np.ndarray:
     """Where postings of ``term_ids`` (sorted) go: after those of the same term placed before;
-    a slice when the places are consecutive (every batch of a table stored in term order).
-    Only the runs of one term are looked up: a sorted batch has a few dozen."""
+    a slice when the places are consecutive (every batch of a table stored in term order)."""
     if len(term_ids) == 0:
         return slice(0, 0)
     starts = np.flatnonzero(np.concatenate([[True], term_ids[1:] != term_ids[:-1]]))
     run_lengths = np.diff(np.append(starts, len(term_ids)))
-    run_slots = slot_of_id[term_ids[starts]]
-    run_places = next_free[run_slots]
-    next_free[run_slots] += run_lengths
+    run_terms = term_ids[starts]
+    run_places = next_free[run_terms]
+    next_free[run_terms] += run_lengths
     if np.array_equal(run_places[1:], run_places[:-1] + run_lengths[:-1]):
         return slice(int(run_places[0]), int(run_places[0]) + len(term_ids))
     return np.repeat(run_places - starts, run_lengths) + np.arange(len(term_ids))
 
 
 def _row_finder(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """Maps keys (each in ``keys``) to their rows.
+    """Maps keys (each in ``keys``, ascending) to their rows, through a table from the first
+    key to the last (4 bytes a key, while the postings load). Postings come grouped by term,
+    so their keys jump about: a binary search for each took 40 times as long."""
+    first = int(keys[0]) if len(keys) else 0
+    table = np.zeros(int(keys[-1]) - first + 1 if len(keys) else 0, dtype=np.int32)
+    table[keys - first] = np.arange(len(keys), dtype=np.int32)
+    return lambda wanted: table[wanted - first]
 
-    Postings come grouped by term, so their keys jump about: a binary search each took 6.6 s
-    for 40 million against 0.2-0.6 s for a lookup table. Keys only grow, so the table spans the
-    keys ever written; when rewrites have made that much wider than the index, search.
-    """
-    if len(keys) and int(keys[-1]) - int(keys[0]) + 1 == len(keys):
-        # Consecutive keys (an index written once, as a baked one is): no table to look up, a
-        # subtraction (at 1M, 40 million lookups in the table took 0.56 s of a 2.3 s load).
-        first = int(keys[0])
-        return lambda wanted: (wanted - first).astype(np.int32)
-    span = int(keys[-1]) + 1 if len(keys) else 0
-    if span > KEY_TABLE_MAX_SPAN * len(keys):
-        return lambda wanted: np.searchsorted(keys, wanted)
-    table = np.zeros(span, dtype=np.int32)
-    table[keys] = np.arange(len(keys), dtype=np.int32)
-    return table.take
+
+def _held_rows(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> list[list[Any]]:
+    """The ``chunk_table.CHUNK_FIELDS`` columns of the chunks with ``keys`` (every chunk,
+    ascending), each a list, read ``ROWS_PER_READ`` keys at a time."""
+    columns: list[list[Any]] = [[] for _ in chunk_table.CHUNK_FIELDS]
+    shared: dict[Any, Any] = {}
+    for start in range(0, len(keys), ROWS_PER_READ):
+        low, high = int(keys[start]), int(keys[min(start + ROWS_PER_READ, len(keys)) - 1])
+        batch = chunk_table.columns_between(connection, low, high)
+        for column, name in zip(columns, chunk_table.CHUNK_FIELDS, strict=True):
+            values = batch[name].tolist()
+            column += [shared.setdefault(v, v) for v in values] if name in _REPEATING else values
+    return columns
 
 
 def _bm25_idf(
