@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from . import rows
+from .index.terms import ParsedQuery, parse_query
 from .models import Chunk
 from .search.answer import MATCH_MODES
 
@@ -20,10 +21,11 @@ from .search.answer import MATCH_MODES
 MAX_RESULTS = 10_000
 
 
-def check_query(text: str) -> None:
+def parsed_query(text: str, language: str) -> ParsedQuery:
+    """The query's text, checked, and parsed for the layers below (``terms.parse_query``)."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the query text must be a non-empty string")
-    rows.check_utf8(text, "the query")
+    return parse_query(rows.check_utf8(text, "the query"), language)
 
 
 def check_match(match: str) -> None:

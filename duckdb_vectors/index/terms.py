@@ -22,13 +22,14 @@ index is only searched with the terms that built it (see ``retokenize``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import regex
 import Stemmer
 
 from ..errors import InvalidSettingError
-from ..tokenizer import tokenize
+from ..tokenizer import mostly_latin, tokenize
 
 TOKENIZER_NAME = "words-v3"
 DEFAULT_LANGUAGE = "english"
@@ -67,21 +68,37 @@ def index_words(title: str | None, text: str) -> list[str]:
     return (tokenize(title) * TITLE_WEIGHT if title else []) + tokenize(text)
 
 
-def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
-    """The terms a query looks up: those of its content words (of all its words if it has
-    no other)."""
-    return word_forms(content_words(tokenize(text)), language)
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A query's text and what the search reads of it, made once where the text enters
+    (``parse_query``).
+
+    Attributes:
+        text: the text, as given (what the model embeds).
+        terms: the terms BM25 looks up, each once: those of its content words (of all its
+            words if it has no other; see ``QUESTION_WORDS``).
+        all_terms: the terms of every word, conversational ones too, each once: what a chunk
+            must hold for ``match="all"``.
+        mostly_latin: whether its letters are mostly Latin (``tokenizer.mostly_latin``).
+    """
+
+    text: str
+    terms: list[str]
+    all_terms: list[str]
+    mostly_latin: bool
 
 
-def all_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
-    """The terms of every word of ``text``, conversational ones too (``match="all"``)."""
-    return word_forms(tokenize(text), language)
-
-
-def content_words(words: list[str]) -> list[str]:
-    """``words`` without the conversational ones, unless nothing else is left."""
-    content = [word for word in words if word not in QUESTION_WORDS]
-    return content or words
+def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
+    """``text`` as a query in an index of ``language``: tokenized once."""
+    words = tokenize(text)
+    forms = word_forms(words, language)
+    content = [form for word, form in zip(words, forms, strict=True) if word not in QUESTION_WORDS]
+    return ParsedQuery(
+        text,
+        list(dict.fromkeys(content or forms)),
+        list(dict.fromkeys(forms)),
+        mostly_latin(text),
+    )
 
 
 def word_forms(words: list[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
