@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
-from itertools import pairwise
+from itertools import filterfalse, pairwise
 
 import regex
 
@@ -37,13 +37,14 @@ _SCRIPTS = {
     "no_space": rf"[{_NO_SPACE_BLOCKS}]&&[\p{{L}}\p{{M}}]",
     "hangul": rf"[{_HANGUL_BLOCKS}]&&[\p{{L}}\p{{M}}]",
 }
-# A word (group ``word``): letters, digits, marks and underscores outside those scripts; or a
-# run of one of them (``run``). The classes name ASCII first (in words) or exclude it first (in
-# runs): the same sets, but most characters are then decided without testing the scripts.
+# A word: letters, digits, marks and underscores outside those scripts, single joiners between
+# them; or a run of one of the scripts (told apart by its first character). The classes name
+# ASCII first (in words) or exclude it first (in runs): the same sets, but most characters are
+# then decided without testing the scripts.
 _OUTSIDE_SCRIPTS = "".join(f"--[{script}]" for script in _SCRIPTS.values())
 _WORD = rf"[[A-Za-z0-9_][[\p{{L}}\p{{N}}\p{{M}}_]{_OUTSIDE_SCRIPTS}]]+"
 _RUNS = "|".join(rf"[[^\x00-\x7f]&&[{script}]]+" for script in _SCRIPTS.values())
-_TOKEN = regex.compile(rf"(?P<word>{_WORD}(?:[.\-']{_WORD})*)|(?P<run>{_RUNS})", regex.V1)
+_TOKEN = regex.compile(rf"{_WORD}(?:[.\-']{_WORD})*|{_RUNS}", regex.V1)
 _SCRIPT_CHARACTER = {name: regex.compile(f"[{s}]", regex.V1) for name, s in _SCRIPTS.items()}
 _GRAPHEME = regex.compile(r"\X")
 _JOINERS = re.compile(r"[.\-']")
@@ -83,11 +84,12 @@ def tokenize(text: str) -> list[str]:
     """Split ``text`` into the case-folded tokens that BM25 indexes and queries with (see
     the module)."""
     words = []
-    for word, run in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
-        if word:
-            words.append(word)
+    for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
+        script = _script(token[0]) if token[0] > "\x7f" else None  # no script run is ASCII
+        if script is None:
+            words.append(token)
         else:
-            words.extend(_script_run_tokens(run))
+            words.extend(SCRIPT_RUNS[script](token))
     return _with_compound_parts(words)
 
 
@@ -95,20 +97,19 @@ def _with_compound_parts(words: list[str]) -> list[str]:
     """``words``, then the parts of those that are compounds (``v2.0``: ``v2``, ``0``)."""
     parts = [
         part
-        for word in words
+        for word in filterfalse(str.isalnum, words)  # a compound has a joiner: not alphanumeric
         if "." in word or "-" in word or "'" in word
         for part in _JOINERS.split(word)  # never empty: joiners sit between characters
     ]
     return words + parts
 
 
-def _script_run_tokens(run: str) -> list[str]:
-    return SCRIPT_RUNS[_script(run[0])](run)
-
-
 @lru_cache(maxsize=4096)
-def _script(character: str) -> str:
-    return next(name for name, pattern in _SCRIPT_CHARACTER.items() if pattern.fullmatch(character))
+def _script(character: str) -> str | None:
+    """The name of the script in ``_SCRIPTS`` whose runs hold ``character``, or None."""
+    return next(
+        (name for name, pattern in _SCRIPT_CHARACTER.items() if pattern.fullmatch(character)), None
+    )
 
 
 def _characters_and_bigrams(run: str) -> list[str]:
