@@ -20,7 +20,7 @@ Q ?= how do retries work?
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml duckdb_vectors/index/_word_numbers.c
+$(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from . import rows
+from .index.terms import ParsedQuery, parse_query
 from .models import GIVEN_FIELDS, Chunk, value_types
 from .search.answer import MATCH_MODES
 
@@ -21,10 +22,11 @@ from .search.answer import MATCH_MODES
 MAX_RESULTS = 10_000
 
 
-def check_query(text: str) -> None:
+def parsed_query(text: str, language: str) -> ParsedQuery:
+    """The query's text, checked, and parsed for the layers below (``terms.parse_query``)."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the query text must be a non-empty string")
-    rows.check_utf8(text, "the query")
+    return parse_query(rows.check_utf8(text, "the query"), language)
 
 
 def check_match(match: str) -> None:

@@ -45,7 +45,7 @@ from .index.db import (
 from .index.manifest import Manifest, read_manifest, refreshed, write_manifest
 from .index.retokenize import current_manifest
 from .index.schema import check_readable, migrate
-from .index.terms import all_terms, query_terms
+from .index.terms import ParsedQuery
 from .inputs import MAX_RESULTS
 from .models import Chunk, IndexReport, PublishedSource, SearchResults, VectorPage
 from .rows import ChunkColumns
@@ -53,7 +53,6 @@ from .search.answer import Match, Query, Scope, Searcher, SqlSearcher, answer
 from .search.memory_index import MemoryIndex, estimated_bytes
 from .search.user_sql import execute_user_sql, validate_fragment
 from .staging import Staging
-from .tokenizer import mostly_latin
 from .writes import WriteStats
 
 __all__ = ["MAX_RESULTS", "VectorStore", "WriteStats"]
@@ -486,25 +485,33 @@ class VectorStore:
             vector: the query's embedding, if you have it already (skips embedding ``text``).
             one_per_source: at most one hit per source (document); other documents fill the
                 list. (Also an argument of ``query_text`` and ``query_vectors``.)
-            match: "all" returns only chunks that contain every query token (the rankings
-                order them as usual); if no chunk has them all, the search falls back to "any"
-                and the results' ``match`` says so. (Also an argument of ``query_text``.)
+            match: "all" returns only chunks that contain every query word, in its word form
+                (the rankings order them as usual); if no chunk has them all, the search falls
+                back to "any" and the results' ``match`` says so. (Also an argument of
+                ``query_text``.)
 
         Returns:
             the hits, best first; a list whose ``match`` attribute tells which match applied.
         """
-        inputs.check_query(text)
+        parsed = inputs.parsed_query(text, self.language)
         inputs.check_match(match)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
         if vector is None:
-            query_vector = self._checked_embedder().embed_query([text])[0]
+            query_vector = self._checked_embedder().embed_query([parsed.text])[0]
         else:
             query_vector = inputs.query_vector(vector, self._recorded_dimension())
-        terms = query_terms(text, self.language) if hybrid else None
-        every_term = all_terms(text, self.language) if match == "all" else None
-        readable = self._model_reads(text)
         return self._search(
-            Query(query_vector, terms, top_k, scope, rescore, one_per_source, every_term, readable)
+            Query(
+                query_vector,
+                parsed,
+                top_k,
+                scope,
+                rescore,
+                one_per_source,
+                match,
+                lexical=hybrid,
+                vector_reads_text=self._model_reads(parsed),
+            )
         )
 
     def query_text(
@@ -518,14 +525,13 @@ class VectorStore:
         one_per_source: bool = False,
         match: Match = "any",
     ) -> SearchResults:
-        """Rank by exact-token BM25 alone; no model is loaded. Chunks with no query term
-        are not returned (with ``match="all"``, chunks without every term)."""
-        inputs.check_query(text)
+        """Rank by BM25 alone (words by their word form, codes as written); no model is
+        loaded. Chunks with no query term are not returned (with ``match="all"``, chunks
+        without every term)."""
+        parsed = inputs.parsed_query(text, self.language)
         inputs.check_match(match)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
-        terms = query_terms(text, self.language)
-        every_term = all_terms(text, self.language) if match == "all" else None
-        return self._search(Query(None, terms, top_k, scope, rescore, one_per_source, every_term))
+        return self._search(Query(None, parsed, top_k, scope, rescore, one_per_source, match))
 
     def query_vectors(
         self,
@@ -717,10 +723,10 @@ class VectorStore:
             self._connection, manifest, self.db_path, self.read_only, self.language
         )
 
-    def _model_reads(self, text: str) -> bool:
-        """Whether the model can read ``text``: not when it knows only English and most of the
-        question's letters are of another script."""
-        if mostly_latin(text):
+    def _model_reads(self, query: ParsedQuery) -> bool:
+        """Whether the model can read the query: not when it knows only English and most of
+        the question's letters are of another script."""
+        if query.mostly_latin:
             return True
         return not getattr(self.embedder, "english_only", lambda: False)()
 

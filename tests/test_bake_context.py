@@ -32,9 +32,7 @@ def test_the_context_has_the_shape_of_a_checkout(tmp_path: Path) -> None:
     assert "input/docs/guide.md" in names
     assert {f"input/model/{p.name}" for p in STATIC_MODEL.iterdir()} <= set(names)
     assert not any(name.endswith(".pyc") or "__pycache__" in name for name in names)
-    # The C accelerator as source, built in the image for its Python; not this machine's build.
-    assert "duckdb_vectors/index/_word_numbers.c" in names
-    assert not any(name.endswith(".so") for name in names)
+    assert not any(name.endswith(".so") for name in names)  # no build of this machine's
 
 
 def test_the_same_files_give_the_same_context(tmp_path: Path) -> None:

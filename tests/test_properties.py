@@ -1,11 +1,12 @@
 """Property-based tests (hypothesis): the filter compiler against a reference evaluator run on
 real JSON metadata in DuckDB, the chunkers' no-loss and size guarantees, fusion, top-k
-selection and the tokenizer's ASCII fast path."""
+selection, and the tokenizer against its SQL twin (the ``search_text`` macro) and exact-v1."""
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections import Counter
 from html import unescape
 from typing import Any
@@ -15,6 +16,7 @@ import exact_v1_tokenizer
 import numpy as np
 import pyromark
 import pytest
+import regex
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -30,10 +32,11 @@ from duckdb_vectors.chunkers import (
 from duckdb_vectors.chunkers.markdown import split_front_matter
 from duckdb_vectors.config import FusionSettings
 from duckdb_vectors.filters import compile_filter
-from duckdb_vectors.index.terms import all_terms, index_terms
+from duckdb_vectors.index.plain_sql import macro_statements
+from duckdb_vectors.index.terms import index_terms, parse_query
 from duckdb_vectors.search.memory_index import best_with_ties
 from duckdb_vectors.search.ranking import TIE_TOLERANCE, Ranking, fuse
-from duckdb_vectors.tokenizer import general_tokens, tokenize
+from duckdb_vectors.tokenizer import tokenize
 
 # No example database: every run is the same fresh search, and nothing is written to disk.
 # The @example cases are failures found before; they run first and fail fast.
@@ -717,65 +720,6 @@ def test_fusing_with_an_empty_signal_keeps_the_other_order(vector, lexical, meth
         assert ordered == sorted(ordered, reverse=True)
 
 
-@pytest.mark.slow
-@SETTINGS
-# Also text of little else than joiners, whose neighbours decide whether they join.
-@given(text=st.text(st.characters(max_codepoint=127)) | st.text(st.sampled_from("aZ1_.-'. \n")))
-@example(text="v2.0 covid-19 O'Neil a..b -x- _id_ ABC")
-@example(text="End. 'quoted' --flag a.-b v2.0. .5 x\x1cy\x7fz;w it's-9'")
-def test_ascii_text_tokenizes_as_the_unicode_path_does(text) -> None:
-    """ASCII text takes a faster path."""
-    assert tokenize(text) == general_tokens(text)
-
-
-@SETTINGS
-@given(
-    text=st.text(
-        st.characters(max_codepoint=127)
-        | st.characters(min_codepoint=128, exclude_categories=("L", "N", "M"))
-    )
-)
-@example(text="┌──┐ v2.0→x ‘it’s’ a—b ① ﬁle Ⓐ")
-def test_text_whose_non_ascii_characters_only_separate_tokenizes_as_the_unicode_path_does(
-    text,
-) -> None:
-    """Box drawing, arrows and typographic quotes keep text on a faster path."""
-    assert tokenize(text) == general_tokens(text)
-
-
-# Characters of every script the tokenizer treats apart, and those that make text leave the
-# escaped path: n-gram scripts, Hangul, marks that compose, characters NFKC or case folding
-# changes (to one character, to several, to another script), and the escape itself.
-EVERY_SCRIPT = (
-    "\u00e9\u00f1\u00df\u0130\u0131\u017f\u212a\u00c5\u00b5"  # Latin, some folding oddly
-    "\u03b1\u03a3\u03c2\u0390\u0416\u0451\u0587\u0531"  # Greek, Cyrillic, Armenian
-    "\u05d0\u0628\u0640\u0663\u0915\u093f\u094d\u0301\u0345"  # Hebrew, Arabic, Devanagari, marks
-    "\u4e2d\u3072\u30ab\u3005\u0e01\u0e31\u0e51\u0e81\u1780\u1000"  # CJK, Thai, Lao, Khmer, Burmese
-    "\ud55c\u1100\u1161\u3200\u13a0\uab70\u10d0\u1c90"  # Hangul, jamo, Cherokee, Georgian
-    "\ufb01\u2460\u00b2\u00a0\u2003\u2192\u2500\u201c\u2014\u20ac\U0001f600"  # NFKC, symbols
-)
-ESCAPE_EXAMPLES = ["zq", "zq3b1zq", "zqzq", "Zq", "ZQ"]
-
-
-@SETTINGS
-@given(
-    text=st.lists(
-        st.sampled_from(EVERY_SCRIPT)
-        | st.sampled_from(ESCAPE_EXAMPLES)
-        | st.characters(max_codepoint=127)
-        | st.characters(),
-        max_size=40,
-    ).map("".join)
-)
-@example(text="TNF-\u03b1 and IL-1\u03b2 (p < 0.05), \u03bcM \u2013 caf\u00e9's na\u00efve")
-@example(text="\u03b1zq3b1zq \u03b1zq x\u03b2 zq\u00e9")
-@example(text="STRASSE Stra\u00dfe \u0130stanbul \u03a3\u039f\u03a3 \u13a0\uab70")
-def test_text_of_every_script_tokenizes_as_the_general_path_does(text) -> None:
-    """The faster paths (ASCII, and escaped non-ASCII letters) give the general path's tokens:
-    an index and the queries against it split text the same way, whichever path it took."""
-    assert tokenize(text) == general_tokens(text)
-
-
 # Thai, Lao, Burmese, Khmer and Hangul (with the enclosed Hangul NFKC unpacks): the blocks
 # whose text exact-v2 tokenizes differently from exact-v1.
 CHANGED_IN_V2 = re.compile(
@@ -794,13 +738,59 @@ def test_text_outside_the_scripts_exact_v2_splits_tokenizes_as_exact_v1_did(text
     assert Counter(tokenize(text)) == Counter(exact_v1_tokenizer.tokenize(text))
 
 
+# With CHANGED_IN_V2, the characters of every script split into n-grams (and some more).
+HAN_OR_KANA = regex.compile(r"[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]")
+
+
+def for_the_macro(text: str) -> bool:
+    """Whether ``text`` is what the macro is for (see ``index/plain_sql.py``): no script split
+    into n-grams, nothing NFKC changes beyond NFC; and case folding leaves it normalised (the
+    macro folds İ before it normalises: before a mark such as U+094D, the marks' order
+    differs)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return (
+        not CHANGED_IN_V2.search(folded)
+        and not HAN_OR_KANA.search(folded)
+        and unicodedata.normalize("NFKC", text) == unicodedata.normalize("NFC", text)
+        and unicodedata.is_normalized("NFC", folded)
+    )
+
+
+# Letters that fold oddly (ß, dotted and dotless i, Kelvin sign, final sigma, Cherokee), marks,
+# joiners in every position, other scripts' words, symbols; and any assigned character but NUL,
+# which ends a string in DuckDB's regular expressions.
+MACRO_CHARACTERS = (
+    st.sampled_from("\u00e9\u00df\u0130\u0131\u212a\u00c5\u03a3\u03c2\u0390\u13a0\uab70\u0345")
+    | st.sampled_from("\u0416\u0451\u0587\u05d0\u0628\u0663\u0915\u093f\u094d\u0301\u10d0")
+    | st.sampled_from("\u2192\u2500\u201c\u2014\u20ac\U0001f600")
+    | st.sampled_from(["v2.0", "covid-19", "O'Neil", "a..b", "-x-", "_id_", "it's-9'", "-"])
+    | st.characters(max_codepoint=127, exclude_characters="\x00")
+    | st.characters(exclude_categories=("Cs", "Cn"), exclude_characters="\x00").filter(
+        for_the_macro
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def macro() -> duckdb.DuckDBPyConnection:
+    """A connection holding ``search_text_tokens``, the SQL macro's tokenizer."""
+    connection = duckdb.connect()
+    connection.execute(macro_statements([])[0])
+    return connection
+
+
 @SETTINGS
-@given(text=st.text())
-@example(text="북 v2.0 北京 \u3200")
-def test_text_tokenizes_the_same_with_or_without_a_script_run_elsewhere(text) -> None:
-    """Text without Thai...Hangul takes a faster pattern; a Khmer word after it forces the
-    general one."""
-    assert Counter(tokenize(text + " \u1780")) == Counter([*tokenize(text), "\u1780"])
+@given(text=st.lists(MACRO_CHARACTERS, max_size=40).map("".join))
+@example(text="TNF-\u03b1 and IL-1\u03b2 (p < 0.05), \u03bcM \u2013 caf\u00e9's na\u00efve")
+@example(text="STRASSE Stra\u00dfe \u0130stanbul \u03a3\u039f\u03a3 \u13a0\uab70")
+@example(text="End. 'quoted' --flag a.-b v2.0. .5 x\x1cy\x7fz;w it's-9'")
+def test_the_sql_macro_tokenizes_as_python_does(macro, text) -> None:
+    """The rule's two implementations, ``tokenizer.tokenize`` and the ``search_text`` macro,
+    on the text the macro is for. Counted: the macro puts a compound's parts right after it,
+    Python after all the words."""
+    assume(for_the_macro(text))
+    found = macro.execute("FROM search_text_tokens(?)", [text]).fetchall()
+    assert Counter(token for (token,) in found) == Counter(tokenize(text))
 
 
 @SETTINGS
@@ -877,7 +867,7 @@ def test_sql_and_memory_rank_identically(
     assert [h.chunk.chunk_id for h in in_memory] == [h.chunk.chunk_id for h in in_sql]
     assert in_memory.match == in_sql.match
     if in_sql.match == "all":  # every hit has every query word, in some form
-        wanted = set(all_terms(query))
+        wanted = set(parse_query(query).all_terms)
         assert all(wanted <= set(index_terms(None, h.chunk.text)) for h in in_sql)
     for a, b in zip(in_memory, in_sql, strict=True):
         assert a.score == pytest.approx(b.score, abs=1e-6)

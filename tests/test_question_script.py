@@ -8,7 +8,7 @@ import pytest
 from conftest import DEFAULT_BACKEND, ONNX_MODEL, STATIC_MODEL
 
 from duckdb_vectors import VectorStore, get_embedder
-from duckdb_vectors.tokenizer import mostly_latin
+from duckdb_vectors.index.terms import parse_query
 
 MINILM = "fastembed:sentence-transformers/all-MiniLM-L6-v2"
 PARAGRAPHS = {
@@ -47,7 +47,7 @@ def test_fastembed_says_which_models_know_only_english() -> None:
     ],
 )
 def test_a_question_is_mostly_latin_by_its_letters(text: str, latin: bool) -> None:
-    assert mostly_latin(text) is latin
+    assert parse_query(text).mostly_latin is latin
 
 
 def test_bm25_ranks_a_question_an_english_model_cannot_read(minilm_store: VectorStore) -> None:

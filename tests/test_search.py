@@ -15,7 +15,7 @@ from duckdb_vectors import FusionSettings, InvalidRankingSQLError, VectorStore
 from duckdb_vectors.bm25 import BM25_B, BM25_K1
 from duckdb_vectors.index import chunk_table
 from duckdb_vectors.index.db import SCAN_MEMORY_LIMIT, scalar
-from duckdb_vectors.index.terms import index_terms, query_terms
+from duckdb_vectors.index.terms import index_terms, parse_query
 from duckdb_vectors.search import memory_index
 from duckdb_vectors.search.answer import Scope, SqlSearcher
 from duckdb_vectors.search.memory_index import MemoryIndex
@@ -104,7 +104,7 @@ def test_bm25_scores_agree_with_bm25s_on_the_same_tokens(scifact_store: VectorSt
     )
     position = {d["_id"]: i for i, d in enumerate(documents)}
     for query in QUERIES:
-        terms = list(dict.fromkeys(query_terms(query)))
+        terms = parse_query(query).terms
         expected = reference.get_scores(terms)
         for searcher in (memory, sql):
             ranking = searcher.lexical_ranking(terms, 50, Scope())

@@ -9,7 +9,7 @@ import pytest
 from conftest import run_cli
 
 from duckdb_vectors import IndexMismatchError, InvalidSettingError, VectorStore
-from duckdb_vectors.index.terms import all_terms, content_words, index_terms, query_terms
+from duckdb_vectors.index.terms import index_terms, parse_query
 from duckdb_vectors.tokenizer import tokenize
 
 GUIDES = {
@@ -37,6 +37,10 @@ def best(store: VectorStore, query: str) -> str:
     return store.query_text(query, top_k=1)[0].chunk.chunk_id
 
 
+def query_terms(text: str) -> list[str]:
+    return parse_query(text).terms
+
+
 def test_a_word_is_indexed_as_its_word_form() -> None:
     assert query_terms("registering metrics") == ["regist", "metric"]
     assert query_terms("register metric") == ["regist", "metric"]
@@ -44,8 +48,8 @@ def test_a_word_is_indexed_as_its_word_form() -> None:
 
 @pytest.mark.parametrize("code", ["E408", "read_csv_auto", "22P02", "v2.0", "2023"])
 def test_codes_and_identifiers_are_terms_as_written(code: str) -> None:
-    assert query_terms(code) == [token.casefold() for token in query_terms(code)]
-    assert query_terms(code) == all_terms(code) == tokenize(code)
+    query = parse_query(code)
+    assert query.terms == query.all_terms == tokenize(code) == [t.casefold() for t in query.terms]
 
 
 @pytest.mark.parametrize(
@@ -77,8 +81,14 @@ def test_a_title_counts_more_than_a_mention_in_the_text(guides: VectorStore) -> 
 
 def test_conversational_words_do_not_drown_the_content_words(guides: VectorStore) -> None:
     assert best(guides, "ok but how do I register a model?") == "register"
-    assert content_words(["how", "do", "i", "register"]) == ["register"]
-    assert content_words(["how", "do", "i"]) == ["how", "do", "i"]  # nothing else: kept
+    assert parse_query("how do I register?").terms == ["regist"]
+    assert parse_query("how do I").terms == ["how", "do", "i"]  # nothing else: kept
+    assert parse_query("how do I register?").all_terms == ["how", "do", "i", "regist"]
+
+
+def test_a_query_s_terms_are_each_looked_up_once() -> None:
+    query = parse_query("metrics, metric and METRICS")
+    assert (query.terms, query.all_terms) == (["metric"], ["metric", "and"])
 
 
 def test_each_alphabet_is_stemmed_by_its_own_language_and_ngram_scripts_stay_exact() -> None:

@@ -1,5 +1,5 @@
-"""The exact-token tokenizer: no stemming, no stop words, codes kept whole, scripts without
-spaces split into n-grams, Korean particles stripped."""
+"""The tokenizer (``terms`` makes its tokens terms): words case-folded, codes kept whole, scripts
+without spaces split into n-grams, Korean particles stripped."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ import numpy as np
 
 from ..models import Chunk
 from ..rows import ChunkColumns
-from . import postings, vector_codes, word_numbers
+from . import postings, vector_codes
 from .db import (
     array_width,
     column,
@@ -31,7 +32,7 @@ from .db import (
     registered_arrow,
     scalar,
 )
-from .terms import index_texts, word_forms
+from .terms import index_words, word_forms
 
 
 @dataclass(frozen=True)
@@ -160,9 +161,8 @@ class TokenColumns:
         words: the batch's distinct words, in the order first seen.
         terms: each of ``words``' term (``terms.word_forms``).
 
-    Words are numbered by ``word_numbers``; a word's term and term id are worked out once per
-    distinct word. Joining each chunk's terms into a string for DuckDB to split, deduplicate
-    and join with ``terms`` (twice) took a fifth of a bulk write of 200-word texts.
+    A word's term and term id are worked out once per distinct word of the batch, not once
+    per occurrence.
     """
 
     counts: np.ndarray
@@ -191,9 +191,25 @@ class NewRows:
 def token_columns(
     titles: Sequence[str | None], texts: Sequence[str], language: str
 ) -> TokenColumns:
-    chunks = (index_texts(title, text) for title, text in zip(titles, texts, strict=True))
-    counts, numbers, words = word_numbers.numbered(chunks, len(texts))
-    return TokenColumns(counts, numbers, words, word_forms(words, language))
+    numbering = _Numbering()
+    counts = np.empty(len(texts), dtype=np.int32)
+    numbers = array("i")
+    for row, (title, text) in enumerate(zip(titles, texts, strict=True)):
+        words = index_words(title, text)
+        counts[row] = len(words)
+        numbers.extend(map(numbering.__getitem__, words))
+    words = list(numbering)
+    return TokenColumns(
+        counts, np.frombuffer(numbers, dtype=np.int32), words, word_forms(words, language)
+    )
+
+
+class _Numbering(dict[str, int]):
+    """Each distinct word's number: how many distinct words came before it."""
+
+    def __missing__(self, word: str) -> int:
+        self[word] = number = len(self)
+        return number
 
 
 def decode(values: Sequence[Any], embedding: Any = None) -> Chunk:

@@ -12,7 +12,9 @@ add columns at the end, never rename or drop one.
 
 ``search_text`` ranks as ``VectorStore.query_text`` does (BM25 over the same postings, the same
 k1, b, idf and title weight, ties by the order chunks were written), and must turn the query into
-the same terms in SQL:
+the same terms in SQL. Its tokens are the one other implementation of ``tokenizer``'s rule,
+held equal to it by tests/test_properties.py (and its rankings to the SDK's by
+tests/test_plain_sql.py):
 
 - **Words**: the tokenizer's word pattern (letters, digits, marks, ``_``, joined by single
   ``.``, ``-`` or ``'``; a compound also as its parts), over the query normalised to NFC,

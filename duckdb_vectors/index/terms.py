@@ -8,10 +8,8 @@
   stemmed in the index's language; Cyrillic, Greek, Arabic and Armenian words by their
   script's stemmer; scripts indexed as n-grams or without a Snowball stemmer (Chinese,
   Japanese, Korean, Thai, ...) stay as written. Stemmers come from PyStemmer (Snowball, in C).
-  A stream of stems *beside* the exact words was measured first: on the Ray docs questions,
-  SciFact and XQuAD-R it ranked below stems alone (BM25 nDCG@10 SciFact 0.678 against 0.692,
-  XQuAD-R ru 0.944 against 0.952), and it doubled the postings (writes of real-length text
-  1.8-2.1x slower, 1 GB more memory at 100k chunks).
+  Stems replace the words rather than sit beside them: beside them they ranked lower (the Ray
+  docs questions, SciFact, XQuAD-R) and doubled the postings.
 - **Headings as a field** (BM25F with integer field weights): the title breadcrumb's terms
   count ``TITLE_WEIGHT`` times in term frequency and length, so a page titled with the words
   of a question outranks one that only mentions them.
@@ -24,13 +22,14 @@ index is only searched with the terms that built it (see ``retokenize``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import regex
 import Stemmer
 
 from ..errors import InvalidSettingError
-from ..tokenizer import tokenize
+from ..tokenizer import mostly_latin, tokenize
 
 TOKENIZER_NAME = "words-v3"
 DEFAULT_LANGUAGE = "english"
@@ -64,31 +63,42 @@ def index_terms(title: str | None, text: str, language: str = DEFAULT_LANGUAGE) 
 
 
 def index_words(title: str | None, text: str) -> list[str]:
-    """The words (tokens) behind ``index_terms``, before they become word forms."""
-    return [word for part in index_texts(title, text) for word in tokenize(part)]
+    """The words (tokens) behind ``index_terms``: its title's ``TITLE_WEIGHT`` times (see the
+    module), then its text's."""
+    return (tokenize(title) * TITLE_WEIGHT if title else []) + tokenize(text)
 
 
-def index_texts(title: str | None, text: str) -> list[str]:
-    """The texts whose words a chunk is indexed under: its title ``TITLE_WEIGHT`` times (see
-    the module), then its text."""
-    return [title] * TITLE_WEIGHT + [text] if title else [text]
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A query's text and what the search reads of it, made once where the text enters
+    (``parse_query``).
+
+    Attributes:
+        text: the text, as given (what the model embeds).
+        terms: the terms BM25 looks up, each once: those of its content words (of all its
+            words if it has no other; see ``QUESTION_WORDS``).
+        all_terms: the terms of every word, conversational ones too, each once: what a chunk
+            must hold for ``match="all"``.
+        mostly_latin: whether its letters are mostly Latin (``tokenizer.mostly_latin``).
+    """
+
+    text: str
+    terms: list[str]
+    all_terms: list[str]
+    mostly_latin: bool
 
 
-def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
-    """The terms a query looks up: those of its content words (of all its words if it has
-    no other)."""
-    return word_forms(content_words(tokenize(text)), language)
-
-
-def all_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
-    """The terms of every word of ``text``, conversational ones too (``match="all"``)."""
-    return word_forms(tokenize(text), language)
-
-
-def content_words(words: list[str]) -> list[str]:
-    """``words`` without the conversational ones, unless nothing else is left."""
-    content = [word for word in words if word not in QUESTION_WORDS]
-    return content or words
+def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
+    """``text`` as a query in an index of ``language``: tokenized once."""
+    words = tokenize(text)
+    forms = word_forms(words, language)
+    content = [form for word, form in zip(words, forms, strict=True) if word not in QUESTION_WORDS]
+    return ParsedQuery(
+        text,
+        list(dict.fromkeys(content or forms)),
+        list(dict.fromkeys(forms)),
+        mostly_latin(text),
+    )
 
 
 def word_forms(words: list[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
@@ -97,8 +107,8 @@ def word_forms(words: list[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
 
 
 class _WordForms(dict[str, str]):
-    """Each word's term, worked out once: a dict lookup per word runs in C, where a stemmer
-    call per word made tokenizing 5.5x slower than the exact tokens alone."""
+    """Each word's term, worked out once per word (a stemmer call costs far more than a dict
+    lookup)."""
 
     def __init__(self, language: str) -> None:
         super().__init__()

@@ -20,6 +20,7 @@ from ..errors import InvalidRankingSQLError, NotAnIndexError
 from ..filters import compile_filter
 from ..index import chunk_table, postings
 from ..index.db import SCAN_MEMORY_LIMIT, first_line, registered, scan_buffer_pool
+from ..index.terms import ParsedQuery
 from ..models import Chunk, SearchResult, SearchResults
 from .ranking import FusedRanking, Ranking, fuse
 from .user_sql import execute_user_sql, validate_fragment
@@ -79,11 +80,13 @@ class Scope:
 
 @dataclass(frozen=True)
 class Query:
-    """What to rank by (a vector, BM25 terms, or both: fused), and how many to return.
+    """What to rank by (a vector, the text's BM25 terms, or both: fused), and how many to
+    return.
 
+    ``text`` is the query's text as the store parsed it: BM25 ranks by its ``terms`` unless
+    ``lexical`` is False, and ``match="all"`` keeps the chunks that hold all of them.
     ``rescore`` is a fragment already checked by ``user_sql.validate_fragment`` (the store
-    checks it before it loads a model to embed the query). ``all_terms``, if given, are the
-    terms every result must contain (``match="all"``). ``vector_reads_text`` False says the
+    checks it before it loads a model to embed the query). ``vector_reads_text`` False says the
     model could not read the question (an English model, a question in Cyrillic or Chinese):
     its ranking is noise, so BM25 ranks and the vector only extends the list. (MiniLM on
     XQuAD-R: hybrid nDCG@10 ru 0.947 and zh 0.956 at BM25's share of 0.5, below BM25 alone,
@@ -91,17 +94,28 @@ class Query:
     """
 
     vector: np.ndarray | None
-    terms: list[str] | None
+    text: ParsedQuery | None
     top_k: int
     scope: Scope
     rescore: str | None = None
     one_per_source: bool = False
-    all_terms: list[str] | None = None
+    match: Match = "any"
+    lexical: bool = True
     vector_reads_text: bool = True
 
     def __post_init__(self) -> None:
         if self.vector is None and self.terms is None:
             raise ValueError("a query ranks by a vector, by terms, or by both")
+
+    @property
+    def terms(self) -> list[str] | None:
+        """The terms BM25 ranks by (each once), or None when it does not rank."""
+        return self.text.terms if self.text is not None and self.lexical else None
+
+    @property
+    def all_terms(self) -> list[str] | None:
+        """The terms every result must hold (``match="all"``, each once), or None."""
+        return self.text.all_terms if self.text is not None and self.match == "all" else None
 
     def depth(self, fusion: FusionSettings) -> int:
         """How many candidates each signal ranks: more than ``top_k`` when results are
