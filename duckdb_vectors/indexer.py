@@ -66,6 +66,10 @@ class IndexSummary(BaseModel):
     chunks_embedded: int = 0
     chunks_pruned: int = 0
     chunks_past_window: int = 0
+    chunks_retokenized: int = 0
+    retokenized: str | None = Field(
+        None, description='What BM25\'s words were re-tokenized for: "english -> german".'
+    )
     seconds: float = 0.0
 
     def count(self, stats: WriteStats) -> None:
@@ -146,6 +150,11 @@ def index_folder(
         source_prefix = slices.default_prefix(metadata)
     slices.check_scope(store.connection, source_prefix, metadata, store.slice_keys)
     summary = IndexSummary(folder=str(folder))
+    before, now = store.retokenized_from, store.manifest
+    if before is not None and now is not None:  # done as the store opened, in the same run
+        summary.chunks_retokenized = before.chunk_count
+        changed = ("language", "tokenizer")[before.language == now.language]
+        summary.retokenized = f"{getattr(before, changed)} -> {getattr(now, changed)}"
     selection = FileSelection.for_folder(root, include, exclude)
     entries = sorted(
         _walk(root, recursive, include_hidden, selection, source_prefix),

@@ -223,6 +223,11 @@ def summary_as_text(summary: IndexSummary) -> str:
         f" {summary.chunks_unchanged} unchanged, {summary.chunks_embedded} embedded,"
         f" {summary.chunks_pruned} pruned",
     ]
+    if summary.chunks_retokenized:
+        lines.append(
+            f"tokens  {summary.chunks_retokenized} chunks re-tokenized for BM25"
+            f" ({summary.retokenized}): their vectors are kept"
+        )
     if summary.chunks_past_window:
         lines.append(
             f"window  {summary.chunks_past_window} chunks are longer than the model embeds:"

@@ -719,9 +719,13 @@ class VectorStore:
         self.language = compatibility.resolve_language(
             self.db_path, manifest, self.settings.language
         )
-        return current_manifest(
+        current = current_manifest(
             self._connection, manifest, self.db_path, self.read_only, self.language
         )
+        # What the index was before this open re-tokenized it (another language, an older
+        # tokenizer): an index run says so.
+        self.retokenized_from = manifest if current is not manifest else None
+        return current
 
     def _model_reads(self, query: ParsedQuery) -> bool:
         """Whether the model can read the query: not when it knows only English and most of

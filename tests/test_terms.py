@@ -3,6 +3,7 @@ a question's conversational words, and the index's language."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,18 @@ def test_a_language_without_a_stemmer_is_one_clear_error(tmp_path: Path) -> None
     result = run_cli("index", str(tmp_path), "--db", str(tmp_path / "y.duckdb"), "--language", "x")
     assert result.exit_code == 2 and "has no stemmer" in result.stderr
     assert not (tmp_path / "y.duckdb").exists()
+
+
+def test_an_index_run_in_another_language_says_it_re_tokenized(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Indexing\n\nRegistering a folder indexes it.\n")
+    db = str(tmp_path / "docs.duckdb")
+    assert run_cli("index", str(docs), "--db", db).exit_code == 0
+    again = run_cli("index", str(docs), "--db", db, "--language", "german", "--json")
+    assert again.exit_code == 0, again.stderr
+    summary = json.loads(again.stdout)
+    assert (summary["chunks_retokenized"], summary["retokenized"]) == (1, "english -> german")
+    assert (summary["files_unchanged"], summary["chunks_embedded"]) == (1, 0)
+    text = run_cli("index", str(docs), "--db", db, "--language", "english")
+    assert "tokens  1 chunks re-tokenized for BM25 (german -> english)" in text.stdout
