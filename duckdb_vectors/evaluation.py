@@ -96,7 +96,7 @@ def check_corpus_ids(
     if not judged & known:
         raise EvaluationInputError(
             f"no corpus id in --qrels ({_examples(judged)}) is a {by} in the index: index the"
-            " corpus with its ids as chunk ids (see the README's eval section), or try --by"
+            " corpus with its ids as chunk ids (see docs/relevance.md), or try --by"
             f" {'chunk_id' if by == 'source' else 'source'}"
         )
 

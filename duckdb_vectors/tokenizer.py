@@ -51,8 +51,8 @@ _JOINERS = re.compile(r"[.\-']")
 
 # Korean particles and the commonest endings after a noun (하다, 되다, the copula). One is
 # stripped, the longest that leaves a stem. Measured on Korean Debian package descriptions
-# (bench/tokenizer_scripts.py): MRR@10 0.55 as whole words, 0.69 with stems; Hangul bigrams
-# reached 0.67 with three times the tokens.
+# (bench/tokenizer_scripts.py, at commit dcc0cce): MRR@10 0.55 as whole words, 0.69 with
+# stems; Hangul bigrams reached 0.67 with three times the tokens.
 # fmt: off
 _KOREAN_ENDINGS = frozenset((
     "이", "가", "을", "를", "은", "는", "의", "에", "에서", "에게", "께", "한테", "와", "과",
@@ -119,9 +119,9 @@ def _characters_and_bigrams(run: str) -> list[str]:
 def _grapheme_bigrams(run: str) -> list[str]:
     """Thai and its neighbours spell a syllable with several code points (a vowel may even
     come before its consonant), so n-grams are taken over grapheme clusters. Measured with
-    bench/tokenizer_scripts.py, these bigrams found words as well as ICU's dictionary
-    segmentation did in Thai and Khmer and better in Burmese, with 60% of the tokens of
-    code-point bigrams and without ICU's 44 MB of native libraries."""
+    bench/tokenizer_scripts.py (at commit dcc0cce), these bigrams found words as well as ICU's
+    dictionary segmentation did in Thai and Khmer and better in Burmese, with 60% of the tokens
+    of code-point bigrams and without ICU's 44 MB of native libraries."""
     clusters = _GRAPHEME.findall(run)
     return [first + second for first, second in pairwise(clusters)] or [run]
 
@@ -134,8 +134,7 @@ def _word_and_stem(run: str) -> list[str]:
 
 
 # How a run of each script in ``_SCRIPTS`` becomes tokens. Changing one changes the tokens of
-# every index: it needs a new ``terms.TOKENIZER_NAME``. (bench/tokenizer_scripts.py swaps entries to
-# compare alternatives.)
+# every index: it needs a new ``terms.TOKENIZER_NAME``.
 SCRIPT_RUNS: dict[str, Callable[[str], list[str]]] = {
     "cjk": _characters_and_bigrams,
     "no_space": _grapheme_bigrams,

@@ -1,4 +1,4 @@
-"""Reliability, the fast CI version of bench/crash_trials.py and bench/concurrency.py.
+"""Reliability, the fast CI version of bench/crash_trials.py.
 
 * kill -9 of an indexing run midway (three points, made deterministic by a slow chunker that
   writes a marker file) leaves the previous index intact, and the next run completes it to the

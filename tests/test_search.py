@@ -1,4 +1,4 @@
-"""How a search is answered: exact vector ranking, exact-token BM25, fusion, scoping."""
+"""How a search is answered: exact vector ranking, BM25 over word forms, fusion, scoping."""
 
 from __future__ import annotations
 

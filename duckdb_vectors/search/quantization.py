@@ -28,7 +28,7 @@ from .ranking import tie_order
 # Exact top-k needs the best k of the exact scores to be among the best RESCORE_FACTOR * k of
 # the approximate ones. At 1M rows (real and random vectors, 100-300 queries) 1.5x k gave a
 # recall@10 of 1.0 and 1.25x a recall@100 of 1.0; 2x leaves room for other models' vectors
-# (bench/quantization.py measures it).
+# (bench/quantization.py measured it; at commit dcc0cce).
 RESCORE_FACTOR = 2
 # Rows scored per kernel call: bounds the gather of a subset's codes (16 MB at 256 dimensions).
 _BLOCK = 65_536
