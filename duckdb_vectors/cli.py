@@ -38,6 +38,7 @@ from .errors import (
     InvalidRankingSQLError,
     SkillError,
     SliceError,
+    require_extra,
 )
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
@@ -307,6 +308,7 @@ def index(
             store, from_parquet, backend, source_prefix, lexical_weight, as_json, progress
         )
         return
+    require_extra("index", "indexing a folder")
     from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
 
     with VectorStore(
@@ -691,6 +693,7 @@ def mcp(
     max_age: float | None,
 ) -> None:
     """Serve search, fetch and report to agents (Model Context Protocol)."""
+    require_extra("mcp", "serving MCP")
     from .serve.warming import BackgroundWarmUp
 
     settings = Settings.resolve(
@@ -770,6 +773,7 @@ def bake(
     as_json: bool,
 ) -> None:
     """Bake the documents in DOCS into a verified index image: build, label, check, tag."""
+    require_extra("bake", "bake")
     from .container.bake import bake as bake_image
     from .container.labels import user_labels
 
@@ -807,6 +811,7 @@ Examples:
 @json_option
 def inspect_command(image: str, as_json: bool) -> None:
     """Show the manifest of a baked IMAGE, read from its labels (runs nothing)."""
+    require_extra("bake", "inspect")
     from .container.labels import inspect_image
 
     found = inspect_image(image)
@@ -888,6 +893,7 @@ def skill(
     if url is not None:
         made = url_skill(url, options, max_age=max_age)
     else:
+        require_extra("bake", "a skill for an image")
         made = image_skill(image or "", options)
     if to_stdout:
         click.echo(made.text, nl=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 
 class DuckDBVectorsError(Exception):
     """Base class: catch this to handle any error the library raises on purpose."""
@@ -58,6 +60,27 @@ class EvaluationInputError(DuckDBVectorsError, ValueError):
 
 class SkillError(DuckDBVectorsError, ValueError):
     """A skill that cannot be written as asked: a bad name, or nothing to describe."""
+
+
+class MissingExtraError(DuckDBVectorsError):
+    """A verb needs a part of the package that is installed as an extra, and it is not."""
+
+
+# The modules each extra of pyproject.toml installs, as a verb imports them.
+EXTRA_MODULES = {
+    "index": ("pyromark", "docutils", "selectolax", "pypdf", "pathspec"),
+    "mcp": ("mcp",),
+    "bake": ("docker", "mcp", "pyromark", "docutils", "selectolax", "pypdf", "pathspec"),
+}
+
+
+def require_extra(extra: str, what: str) -> None:
+    """Raise MissingExtraError, naming the install command, unless ``extra`` is installed."""
+    missing = [module for module in EXTRA_MODULES[extra] if find_spec(module) is None]
+    if missing:
+        raise MissingExtraError(
+            f"{what} needs {', '.join(missing)}: pip install 'duckdb-vectors[{extra}]'"
+        )
 
 
 # The container toolkit's (bake, inspect).
