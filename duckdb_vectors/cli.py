@@ -811,7 +811,7 @@ Examples:
 @json_option
 def inspect_command(image: str, as_json: bool) -> None:
     """Show the manifest of a baked IMAGE, read from its labels (runs nothing)."""
-    require_extra("bake", "inspect")
+    require_extra("bake", "inspect", ("docker",))
     from .container.labels import inspect_image
 
     found = inspect_image(image)
@@ -893,7 +893,7 @@ def skill(
     if url is not None:
         made = url_skill(url, options, max_age=max_age)
     else:
-        require_extra("bake", "a skill for an image")
+        require_extra("bake", "a skill for an image", ("docker",))
         made = image_skill(image or "", options)
     if to_stdout:
         click.echo(made.text, nl=False)

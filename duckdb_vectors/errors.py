@@ -74,9 +74,11 @@ EXTRA_MODULES = {
 }
 
 
-def require_extra(extra: str, what: str) -> None:
-    """Raise MissingExtraError, naming the install command, unless ``extra`` is installed."""
-    missing = [module for module in EXTRA_MODULES[extra] if find_spec(module) is None]
+def require_extra(extra: str, what: str, modules: tuple[str, ...] | None = None) -> None:
+    """Raise MissingExtraError, naming the install command, unless ``extra`` (or those of its
+    ``modules`` that ``what`` imports) is installed."""
+    wanted = EXTRA_MODULES[extra] if modules is None else modules
+    missing = [module for module in wanted if find_spec(module) is None]
     if missing:
         raise MissingExtraError(
             f"{what} needs {', '.join(missing)}: pip install 'duckdb-vectors[{extra}]'"
