@@ -187,39 +187,42 @@ def mcp_describe(client: docker.DockerClient, image: str, timeout: float = 120) 
         attached = client.api.attach_socket(
             container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         )
-        attached._sock.settimeout(timeout)
         container.start()
         try:
-            return anyio.run(_describe, _AttachedServer(attached))
+            return anyio.run(_describe, _AttachedServer(attached), timeout)
         finally:
             attached.close()
 
 
-async def _describe(server: _AttachedServer) -> McpServerAnswer:
-    step = "initialize"
-    try:
-        async with (
-            server.streams() as (read_stream, write_stream),
-            ClientSession(read_stream, write_stream, client_info=_CLIENT) as session,
-        ):
-            initialized = await session.initialize()
-            step = "tools/list"
-            tools: list[Tool] = []
-            cursor: str | None = None
-            while True:
-                listed = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
-                tools += listed.tools
-                cursor = listed.next_cursor
-                if not cursor:
-                    break
-    except MCPError as error:
-        if server.failure is not None:
-            raise EngineError(f"the MCP server did not answer: {server.failure}") from None
-        if error.code == CONNECTION_CLOSED:
-            raise EngineError(
-                f"the MCP server exited before answering {step}: {server.last_stderr_line()}"
-            ) from None
-        raise EngineError(f"the MCP server refused {step}: {error}") from None
+async def _describe(server: _AttachedServer, timeout: float) -> McpServerAnswer:
+    step, tools, failed = "initialize", list[Tool](), None
+    async with (
+        server.streams() as (read_stream, write_stream),
+        ClientSession(read_stream, write_stream, client_info=_CLIENT) as session,
+    ):
+        # Errors are caught in here: leaving the session, they would come wrapped in its task
+        # group's.
+        with anyio.move_on_after(timeout) as waiting:
+            try:
+                initialized = await session.initialize()
+                step, cursor = "tools/list", None
+                while True:
+                    listed = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
+                    tools += listed.tools
+                    cursor = listed.next_cursor
+                    if not cursor:
+                        break
+            except MCPError as error:
+                failed = error
+    if waiting.cancelled_caught:
+        raise EngineError(f"the MCP server did not answer {step} within {timeout:g} s")
+    if server.failure is not None:
+        raise EngineError(f"the MCP server did not answer: {server.failure}")
+    if failed is not None and failed.code == CONNECTION_CLOSED:
+        message = f"the MCP server exited before answering {step}: {server.last_stderr_line()}"
+        raise EngineError(message)
+    if failed is not None:
+        raise EngineError(f"the MCP server refused {step}: {failed}")
     return McpServerAnswer(_as_json(initialized), [_as_json(tool) for tool in tools])
 
 
@@ -233,7 +236,7 @@ def _as_json(model: Any) -> dict[str, Any]:
 class _AttachedServer:
     """An attached container's stdin and its multiplexed stdout and stderr, as the message
     streams the SDK's ClientSession reads and writes: newline-delimited JSON-RPC, as its stdio
-    transport speaks to a process. The socket's timeout bounds every wait for an answer."""
+    transport speaks to a process."""
 
     def __init__(self, attached: Any) -> None:
         self.sock = attached._sock
@@ -265,7 +268,7 @@ class _AttachedServer:
             buffered = b""
             while True:
                 try:
-                    # Abandoned when the session is done: closing the socket ends the read.
+                    # Abandoned when the session is done: removing the container ends the read.
                     frame = await anyio.to_thread.run_sync(
                         next, self.frames, None, abandon_on_cancel=True
                     )
@@ -284,10 +287,16 @@ class _AttachedServer:
                         await to_session.send(_parsed(line))
 
     async def _write(self, from_session: Any) -> None:
+        """Messages to lines on stdin, until the session ends or the socket fails (then the
+        reader sees the end of the output)."""
         async with from_session:
             async for message in from_session:
                 line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await anyio.to_thread.run_sync(self.sock.sendall, line.encode() + b"\n")
+                try:
+                    await anyio.to_thread.run_sync(self.sock.sendall, line.encode() + b"\n")
+                except OSError as error:
+                    self.failure = self.failure or error
+                    return
 
 
 def _parsed(line: bytes) -> SessionMessage | Exception:
