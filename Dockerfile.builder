@@ -1,4 +1,5 @@
-# The duckdb-vectors toolkit image: the package in /opt/venv and one embedding model in
+# The duckdb-vectors toolkit image: the package in /opt/venv with what indexing and serving
+# need (the extras index and mcp; onnx too for a transformer model) and one embedding model in
 # /opt/model, for indexing in your own Dockerfiles.
 #
 #   docker build -f Dockerfile.builder -t duckdb-vectors-builder .

@@ -18,6 +18,7 @@ Q ?= how do retries work?
 
 .PHONY: install clients oldest-duckdb demo test test-fast lint format bench clean builder image run mcp hadolint
 
+# Every extra (the test extra pulls `all`) and the test tools, editable.
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml

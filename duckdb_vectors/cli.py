@@ -41,6 +41,7 @@ from .errors import (
     InvalidRankingSQLError,
     SkillError,
     SliceError,
+    require_extra,
 )
 from .fetching import MAX_CONTEXT
 from .fetching import fetch as fetch_text
@@ -317,6 +318,7 @@ def index(
             store, from_parquet, backend, source_prefix, lexical_weight, as_json, progress
         )
         return
+    require_extra("index", "indexing a folder")
     from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
 
     with VectorStore(
@@ -708,6 +710,7 @@ def mcp(
     max_age: float | None,
 ) -> None:
     """Serve search, fetch and report to agents (Model Context Protocol)."""
+    require_extra("mcp", "serving MCP")
     from .serve.warming import BackgroundWarmUp
 
     settings = Settings.resolve(
@@ -787,6 +790,7 @@ def bake(
     as_json: bool,
 ) -> None:
     """Bake the documents in DOCS into a verified index image: build, label, check, tag."""
+    require_extra("bake", "bake")
     from .container.bake import bake as bake_image
     from .container.labels import user_labels
 
@@ -824,6 +828,7 @@ Examples:
 @json_option
 def inspect_command(image: str, as_json: bool) -> None:
     """Show the manifest of a baked IMAGE, read from its labels (runs nothing)."""
+    require_extra("bake", "inspect", ("docker",))
     from .container.labels import inspect_image
 
     found = inspect_image(image)
@@ -910,6 +915,7 @@ def skill(
     elif url is not None:
         made = file_skill(url, options)
     else:
+        require_extra("bake", "a skill for an image", ("docker",))
         made = image_skill(image or "", options)
     if to_stdout:
         click.echo(made.text, nl=False)

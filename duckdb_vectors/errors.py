@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 
 class DuckDBVectorsError(Exception):
     """Base class: catch this to handle any error the library raises on purpose."""
@@ -58,6 +60,29 @@ class EvaluationInputError(DuckDBVectorsError, ValueError):
 
 class SkillError(DuckDBVectorsError, ValueError):
     """A skill that cannot be written as asked: a bad name, or nothing to describe."""
+
+
+class MissingExtraError(DuckDBVectorsError):
+    """A verb needs a part of the package that is installed as an extra, and it is not."""
+
+
+# The modules each extra of pyproject.toml installs, as a verb imports them.
+EXTRA_MODULES = {
+    "index": ("pyromark", "docutils", "selectolax", "pypdf", "pathspec"),
+    "mcp": ("mcp",),
+    "bake": ("docker", "mcp", "pyromark", "docutils", "selectolax", "pypdf", "pathspec"),
+}
+
+
+def require_extra(extra: str, what: str, modules: tuple[str, ...] | None = None) -> None:
+    """Raise MissingExtraError, naming the install command, unless ``extra`` (or those of its
+    ``modules`` that ``what`` imports) is installed."""
+    wanted = EXTRA_MODULES[extra] if modules is None else modules
+    missing = [module for module in wanted if find_spec(module) is None]
+    if missing:
+        raise MissingExtraError(
+            f"{what} needs {', '.join(missing)}: pip install 'duckdb-vectors[{extra}]'"
+        )
 
 
 # The container toolkit's (bake, inspect).

@@ -1,16 +1,28 @@
-"""The build context `bake` sends to the engine, read back as the tar it is (no engine needed)."""
+"""What `bake` does without an engine: the build context it sends, read back as the tar it
+is; the labels; and how it talks to an image's MCP server, over a socket that carries the
+engine's attach frames."""
 
 from __future__ import annotations
 
+import json
+import socket
+import struct
 import tarfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
+import pytest
 from conftest import DEFAULT_BACKEND, REPOSITORY, STATIC_MODEL
 from test_indexer import a_docs_site, write
 
 from duckdb_vectors import Manifest, VectorStore, index_folder
+from duckdb_vectors.container import engine
 from duckdb_vectors.container.context import write_context
 from duckdb_vectors.container.labels import manifest_from_labels, manifest_labels
+from duckdb_vectors.errors import EngineError
 
 
 def members(docs: Path, model: Path | None = None) -> dict[str, tarfile.TarInfo]:
@@ -76,3 +88,105 @@ def test_the_model_arguments_come_after_the_package_install() -> None:
         for argument in ("ARG BACKEND=", "ARG MODEL_DIR="):
             declared = [i for i, line in enumerate(lines) if line.startswith(argument)]
             assert declared and min(declared) > install, f"{name}: {argument} before the install"
+
+
+# --- the MCP client of bake, against a server on the far end of an attach socket ----------
+
+
+class Attached:
+    """The client's end, as the Docker SDK's attach_socket returns it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def recv(self, size: int) -> bytes:
+        return self._sock.recv(size)
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+
+def frame(stream: int, data: bytes) -> bytes:
+    """One frame of the engine's multiplexed stream (1 stdout, 2 stderr)."""
+    return struct.pack(">BxxxL", stream, len(data)) + data
+
+
+@contextmanager
+def attached_server(
+    serve: Callable[[socket.socket, list[dict]], None],
+) -> Iterator[tuple[socket.socket, list[dict]]]:
+    """A server thread behind a socket pair; yields the requests it received."""
+    client, server = socket.socketpair()
+    received: list[dict] = []
+    thread = threading.Thread(target=serve, args=(server, received), daemon=True)
+    thread.start()
+    try:
+        yield client, received
+    finally:
+        client.close()
+        thread.join(timeout=10)
+        server.close()  # as the engine does once the container is removed
+
+
+def describe(client: socket.socket, timeout: float = 10) -> engine.McpServerAnswer:
+    return anyio.run(engine._describe, engine._AttachedServer(Attached(client)), timeout)
+
+
+def answer(sock: socket.socket, request: dict, result: dict) -> None:
+    reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+    sock.sendall(frame(1, json.dumps(reply).encode() + b"\n"))
+
+
+def test_bake_reads_the_initialize_result_and_every_page_of_tools() -> None:
+    def serve(sock: socket.socket, received: list[dict]) -> None:
+        lines = sock.makefile("rb")
+        for line in lines:
+            request = json.loads(line)
+            received.append(request)
+            if request.get("method") == "initialize":
+                info = {"name": "retrieval", "title": "A title", "version": "1"}
+                version = request["params"]["protocolVersion"]
+                answer(
+                    sock,
+                    request,
+                    {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info},
+                )
+            elif request.get("method") == "tools/list":
+                page = (request.get("params") or {}).get("cursor")
+                tool = {"name": "fetch" if page else "search", "inputSchema": {"type": "object"}}
+                answer(sock, request, {"tools": [tool]} | ({} if page else {"nextCursor": "2"}))
+                if page:
+                    return
+
+    with attached_server(serve) as (client, received):
+        served = describe(client)
+    assert served.initialize["serverInfo"]["title"] == "A title"
+    assert [tool["name"] for tool in served.tools] == ["search", "fetch"]
+    methods = [request["method"] for request in received]
+    assert methods == ["initialize", "notifications/initialized", "tools/list", "tools/list"]
+    assert received[0]["params"]["clientInfo"]["name"] == "duckdb-vectors-bake"
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "expected"),
+    [
+        ("exits", "the MCP server exited before answering initialize: Error: no index"),
+        ("refuses", "the MCP server refused initialize: unsupported"),
+        ("is silent", "the MCP server did not answer initialize within 0.3 s"),
+    ],
+)
+def test_a_server_that_fails_bake_is_one_line(behaviour: str, expected: str) -> None:
+    def serve(sock: socket.socket, received: list[dict]) -> None:
+        if behaviour == "exits":
+            sock.sendall(frame(2, b"Traceback (most recent call last):\nError: no index\n"))
+            sock.shutdown(socket.SHUT_WR)
+            return
+        request = json.loads(sock.makefile("rb").readline())
+        if behaviour == "refuses":
+            error = {"code": -32602, "message": "unsupported"}
+            reply = {"jsonrpc": "2.0", "id": request["id"], "error": error}
+            sock.sendall(frame(1, json.dumps(reply).encode() + b"\n"))
+
+    with attached_server(serve) as (client, _), pytest.raises(EngineError) as failed:
+        describe(client, timeout=0.3)
+    assert str(failed.value) == expected

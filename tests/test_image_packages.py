@@ -1,71 +1,74 @@
-"""Which packages a runtime image keeps (container/prune_packages.py), decided on this host.
+"""Which packages a runtime image holds, decided on this host.
 
-The rule runs here on this environment's installed packages and real models, each in a fresh
-process as the image's trim step runs it (what a process has imported decides it). The images
-themselves are checked in test_container.py.
+The image's venv is duckdb-vectors installed with the extras serving needs, ``index`` and
+``mcp`` (install-toolkit.sh), and ``onnx`` for a transformer model (prepare_model.py); pip adds
+what they require, and nothing else. So the image holds what those extras require, as this
+environment's installed packages declare it (environment markers and extras evaluated). The
+images themselves are listed in test_container.py.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from importlib import metadata
 
-import pytest
 from conftest import (
     CHUNKER_PACKAGES,
-    DEFAULT_BACKEND,
     NEVER_SERVING,
-    ONNX_MODEL,
     ONNX_PACKAGES,
+    REPOSITORY,
     SERVING_PACKAGES,
-    STATIC_MODEL,
 )
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
-from duckdb_vectors.container.prune_packages import required_closure
-
-MINILM = "fastembed:sentence-transformers/all-MiniLM-L6-v2"
-# hf-xet is required by huggingface_hub: the trim step removes it by name, not by this rule.
+# hf-xet, which huggingface_hub requires, is uninstalled by name (Dockerfile.runtime).
 NOT_NEEDED = NEVER_SERVING - {"hf-xet"} | {"pytest", "ruff"}
+CONTAINER = REPOSITORY / "duckdb_vectors" / "container"
 
 
-def needed(backend: str, model: Path) -> set[str]:
-    script = (
-        "import json; from duckdb_vectors.container import prune_packages, serving;"
-        " print(json.dumps(sorted(prune_packages.needed_packages(serving.load()))))"
+def required(requirement: str) -> set[str]:
+    """The installed packages ``requirement`` names and all that they require in turn,
+    canonically named."""
+    found: set[str] = set()
+    seen: set[tuple[str, frozenset[str]]] = set()
+    pending = [Requirement(requirement)]
+    while pending:
+        wanted = pending.pop()
+        name = canonicalize_name(wanted.name)
+        if (name, frozenset(wanted.extras)) in seen:
+            continue
+        seen.add((name, frozenset(wanted.extras)))
+        found.add(name)
+        for text in metadata.requires(name) or []:
+            needed = Requirement(text)
+            extras = wanted.extras or {""}
+            if needed.marker is None or any(needed.marker.evaluate({"extra": e}) for e in extras):
+                pending.append(needed)
+    return found
+
+
+def test_the_runtime_venv_installs_the_extras_checked_here() -> None:
+    assert (
+        'pip --python /opt/venv/bin/python install "$src[index,mcp]"'
+        in (CONTAINER / "install-toolkit.sh").read_text()
     )
-    environment = {
-        **os.environ,
-        "DUCKDB_VECTORS_BACKEND": backend,
-        "DUCKDB_VECTORS_MODEL_PATH": str(model),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=environment, check=True
-    )
-    return set(json.loads(result.stdout))
+    assert 'extra == "onnx"' in (CONTAINER / "prepare_model.py").read_text()
 
 
-@pytest.mark.slow
-def test_a_static_model_needs_no_onnx_runtime_and_keeps_the_chunkers() -> None:
-    kept = needed(DEFAULT_BACKEND, STATIC_MODEL)
+def test_a_static_model_image_needs_no_onnx_runtime_and_keeps_the_chunkers() -> None:
+    kept = required("duckdb-vectors[index,mcp]")
     assert kept >= SERVING_PACKAGES | CHUNKER_PACKAGES
     assert not kept & (ONNX_PACKAGES | NOT_NEEDED)
 
 
-@pytest.mark.slow
-def test_a_transformer_model_keeps_fastembed_and_onnxruntime() -> None:
-    kept = needed(MINILM, ONNX_MODEL)
+def test_a_transformer_model_image_keeps_fastembed_and_onnxruntime() -> None:
+    kept = required("duckdb-vectors[index,mcp,onnx]")
     assert kept >= SERVING_PACKAGES | CHUNKER_PACKAGES | ONNX_PACKAGES
     assert not kept & NOT_NEEDED
 
 
-def test_only_declared_requirements_are_followed() -> None:
-    """Extras a requirement asks for count (mcp needs PyJWT with its crypto extra); an optional
-    package a library imports only when present does not (pypdf and Pillow)."""
-    assert {"pyjwt", "cryptography"} <= required_closure([Requirement("mcp")])
-    assert "pillow" not in required_closure([Requirement("pypdf")])
-    assert "pillow" in required_closure([Requirement("pypdf[image]")])
-    assert required_closure([Requirement("not-installed-anywhere")]) == set()
+def test_the_core_holds_no_extra() -> None:
+    """Opening and searching an index needs none of the stages' packages."""
+    core = required("duckdb-vectors")
+    assert {"duckdb", "numpy", "tokenizers", "pystemmer"} <= core
+    assert not core & (CHUNKER_PACKAGES - {"pystemmer"} | ONNX_PACKAGES | {"mcp", "docker"})

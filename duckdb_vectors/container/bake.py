@@ -3,7 +3,7 @@
 1. check the inputs on the host (documents, model folder, engine), so bad input fails in a
    second with one line, not minutes into a build;
 2. build Dockerfile.runtime from a context assembled here (see ``context``): the toolkit
-   stage, the index stage, the trimmed runtime;
+   stage, the index stage, the runtime;
 3. read the manifest the index stage wrote, ask the image's own MCP server (started as the
    Docker MCP Gateway starts it: ``docker run -i IMAGE``, no command) for its title and
    tools, and add both as labels (a build ``FROM`` the image with labels only: no layer
@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import docker
-from mcp.types import LATEST_PROTOCOL_VERSION
 from pydantic import BaseModel, Field
 
 from ..citations import UrlRule
@@ -194,7 +193,7 @@ def verify_image(client: docker.DockerClient, image: str, query: str) -> float:
     if not hits:
         raise BakeError(f"verification failed: a search for {query!r} found nothing")
     try:
-        served = engine.mcp_describe(client, image, LATEST_PROTOCOL_VERSION)
+        served = engine.mcp_describe(client, image)
     except DuckDBVectorsError as error:
         raise BakeError(f"verification failed: {error}") from None
     if not served.tools:
@@ -204,7 +203,7 @@ def verify_image(client: docker.DockerClient, image: str, query: str) -> float:
 
 def _describe(client: docker.DockerClient, image: str) -> engine.McpServerAnswer:
     try:
-        return engine.mcp_describe(client, image, LATEST_PROTOCOL_VERSION)
+        return engine.mcp_describe(client, image)
     except DuckDBVectorsError as error:
         raise BakeError(f"the image's MCP server did not describe itself: {error}") from None
 

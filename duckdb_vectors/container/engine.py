@@ -8,23 +8,34 @@ the call returns, also when it fails.
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import tarfile
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import IO, Any
 
+import anyio
+import anyio.to_thread
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound
 from docker.models.containers import Container
 from docker.models.images import Image
 from docker.utils import parse_repository_tag
 from docker.utils.socket import STDOUT, frames_iter
+from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp.types import (
+    CONNECTION_CLOSED,
+    Implementation,
+    PaginatedRequestParams,
+    Tool,
+    jsonrpc_message_adapter,
+)
 
 from ..errors import BuildError, EngineError
 from ..progress import StatusLine
@@ -162,88 +173,137 @@ def run(
 
 @dataclass(frozen=True)
 class McpServerAnswer:
-    """What an image's MCP server said: its ``initialize`` result and its ``tools/list``."""
+    """What an image's MCP server said: its ``initialize`` result and its ``tools/list``, as
+    JSON objects."""
 
     initialize: dict[str, Any]
     tools: list[dict[str, Any]]
 
 
-def mcp_describe(
-    client: docker.DockerClient, image: str, protocol_version: str, timeout: float = 120
-) -> McpServerAnswer:
+def mcp_describe(client: docker.DockerClient, image: str, timeout: float = 120) -> McpServerAnswer:
     """Start ``image`` with no command and stdin attached, as ``docker run -i IMAGE`` does (and
     the Docker MCP Gateway), hardened; complete an MCP ``initialize`` and list its tools."""
     with _container(client, image, stdin_open=True, **HARDENED) as container:
         attached = client.api.attach_socket(
             container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         )
-        attached._sock.settimeout(timeout)
         container.start()
-        session = _JsonRpc(attached._sock, frames_iter(attached, tty=False))
         try:
-            initialized = session.request(
-                "initialize",
-                {
-                    "protocolVersion": protocol_version,
-                    "capabilities": {},
-                    "clientInfo": {"name": "duckdb-vectors-bake", "version": "1"},
-                },
-            )
-            session.notify("notifications/initialized")
-            tools: list[dict[str, Any]] = []
-            cursor: str | None = None
-            while True:
-                listed = session.request("tools/list", {"cursor": cursor} if cursor else {})
-                tools += listed.get("tools", [])
-                cursor = listed.get("nextCursor")
-                if not cursor:
-                    break
-        except OSError as error:
-            raise EngineError(f"the MCP server did not answer: {error}") from None
+            return anyio.run(_describe, _AttachedServer(attached), timeout)
         finally:
             attached.close()
-    return McpServerAnswer(initialized, tools)
 
 
-class _JsonRpc:
-    """Newline-delimited JSON-RPC over an attached container's stdin and stdout frames."""
+async def _describe(server: _AttachedServer, timeout: float) -> McpServerAnswer:
+    step, tools, failed = "initialize", list[Tool](), None
+    async with (
+        server.streams() as (read_stream, write_stream),
+        ClientSession(read_stream, write_stream, client_info=_CLIENT) as session,
+    ):
+        # Errors are caught in here: leaving the session, they would come wrapped in its task
+        # group's.
+        with anyio.move_on_after(timeout) as waiting:
+            try:
+                initialized = await session.initialize()
+                step, cursor = "tools/list", None
+                while True:
+                    listed = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
+                    tools += listed.tools
+                    cursor = listed.next_cursor
+                    if not cursor:
+                        break
+            except MCPError as error:
+                failed = error
+    if waiting.cancelled_caught:
+        raise EngineError(f"the MCP server did not answer {step} within {timeout:g} s")
+    if server.failure is not None:
+        raise EngineError(f"the MCP server did not answer: {server.failure}")
+    if failed is not None and failed.code == CONNECTION_CLOSED:
+        message = f"the MCP server exited before answering {step}: {server.last_stderr_line()}"
+        raise EngineError(message)
+    if failed is not None:
+        raise EngineError(f"the MCP server refused {step}: {failed}")
+    return McpServerAnswer(_as_json(initialized), [_as_json(tool) for tool in tools])
 
-    def __init__(self, sock: Any, frames: Iterator[tuple[int, bytes]]) -> None:
-        self.sock = sock
-        self.frames = frames
-        self.buffered = b""
+
+_CLIENT = Implementation(name="duckdb-vectors-bake", version="1")
+
+
+def _as_json(model: Any) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+class _AttachedServer:
+    """An attached container's stdin and its multiplexed stdout and stderr, as the message
+    streams the SDK's ClientSession reads and writes: newline-delimited JSON-RPC, as its stdio
+    transport speaks to a process."""
+
+    def __init__(self, attached: Any) -> None:
+        self.sock = attached._sock
+        self.frames = frames_iter(attached, tty=False)
         self.stderr = b""
-        self.next_id = 1
+        self.failure: OSError | None = None
 
-    def notify(self, method: str) -> None:
-        self._send({"jsonrpc": "2.0", "method": method})
+    def last_stderr_line(self) -> str:
+        lines = self.stderr.decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else "no output"
 
-    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The result of ``method``; an EngineError if it was refused or never answered."""
-        request_id, self.next_id = self.next_id, self.next_id + 1
-        self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        while True:
-            while b"\n" in self.buffered:
-                line, self.buffered = self.buffered.split(b"\n", 1)
-                message = json.loads(line)
-                if message.get("id") == request_id:
-                    if "result" not in message:
-                        raise EngineError(f"the MCP server refused {method}: {message}")
-                    return dict(message["result"])
-            frame = next(self.frames, None)
-            if frame is None:
-                last = self.stderr.decode(errors="replace").strip().splitlines()[-1:]
-                raise EngineError(
-                    f"the MCP server exited before answering {method}: {(last or ['no output'])[0]}"
-                )
-            stream, data = frame
-            if stream == STDOUT:
-                self.buffered += data
-            else:
-                self.stderr += data
+    @asynccontextmanager
+    async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
+        to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._read, to_session)
+            tasks.start_soon(self._write, from_session)
+            try:
+                yield read_stream, write_stream
+            finally:
+                tasks.cancel_scope.cancel()
 
-    def _send(self, message: dict[str, Any]) -> None:
-        self.sock.sendall(json.dumps(message).encode() + b"\n")
+    async def _read(self, to_session: Any) -> None:
+        """Frames to messages until the server's output ends (or the socket fails), then close
+        the stream: the session's pending request then fails as a closed connection. A line
+        that is no JSON-RPC message reaches the session as the error, as on stdio."""
+        async with to_session:
+            buffered = b""
+            while True:
+                try:
+                    # Abandoned when the session is done: removing the container ends the read.
+                    frame = await anyio.to_thread.run_sync(
+                        next, self.frames, None, abandon_on_cancel=True
+                    )
+                except OSError as error:
+                    self.failure = error
+                    return
+                if frame is None:
+                    return
+                stream, data = frame
+                if stream != STDOUT:
+                    self.stderr += data
+                    continue
+                *lines, buffered = (buffered + data).split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        await to_session.send(_parsed(line))
+
+    async def _write(self, from_session: Any) -> None:
+        """Messages to lines on stdin, until the session ends or the socket fails (then the
+        reader sees the end of the output)."""
+        async with from_session:
+            async for message in from_session:
+                line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await anyio.to_thread.run_sync(self.sock.sendall, line.encode() + b"\n")
+                except OSError as error:
+                    self.failure = self.failure or error
+                    return
+
+
+def _parsed(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as error:
+        return error
 
 
 def remove_image(client: docker.DockerClient, image: str) -> None:

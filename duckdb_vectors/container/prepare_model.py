@@ -1,36 +1,69 @@
-"""Builder step: make /opt/model a plain folder holding the model files, then check it loads.
+"""Toolkit step: make /opt/model a plain folder holding the model files, give /opt/venv what
+the model needs, then check it loads.
 
 If the folder already has model files (copied from ``MODEL_DIR``), they are used as they are.
-Otherwise the model named by the backend is downloaded once, here, at build time, and its
-files are copied in, so the runtime image never needs the network.
+Otherwise the model named by the backend is downloaded once, here, at build time, with
+fastembed installed for it into a folder that is deleted afterwards, so the runtime image never
+needs the network. A static model is embedded with tokenizers and numpy alone; a transformer
+runs on fastembed's ONNX runtime, so only then is fastembed (the extra ``onnx``) installed into
+/opt/venv.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import site
+import subprocess
 import sys
 import tempfile
+from importlib.metadata import requires
 from pathlib import Path
 
 from duckdb_vectors import get_embedder
+from duckdb_vectors.embedders import EmbedderSpec
+from duckdb_vectors.embedders.static import is_static_model
+
+# The backends fastembed runs (embedders/fastembed.py).
+FASTEMBED_BACKENDS = {"fastembed", "hf"}
 
 
 def main(target: Path, backend: str) -> None:
     model_files = [p for p in target.iterdir() if p.name != "README.md"] if target.is_dir() else []
-    if not model_files:
-        with tempfile.TemporaryDirectory() as cache:
-            downloaded = get_embedder(backend, cache_dir=Path(cache))
-            source = downloaded.model_directory()  # downloads
-            for path in source.iterdir():
-                if path.is_file():
-                    shutil.copy2(path.resolve(), target / path.name)
-                elif path.is_dir():
-                    shutil.copytree(path, target / path.name, symlinks=False, dirs_exist_ok=True)
-    (target / "README.md").unlink(missing_ok=True)
-    embedder = get_embedder(backend, model_path=target)
-    vector = embedder.embed(["model check"])[0]
-    fingerprint = (embedder.fingerprint() or "")[:16]
+    runs_on_fastembed = EmbedderSpec.parse(backend).name in FASTEMBED_BACKENDS
+    with tempfile.TemporaryDirectory() as work:
+        if not model_files:
+            if runs_on_fastembed and importlib.util.find_spec("fastembed") is None:
+                _install_fastembed("--prefix", work, "--no-compile")
+                site.addsitedir(str(next(Path(work).glob("lib/python*/site-packages"))))
+            _download(backend, Path(work) / "cache", target)
+        (target / "README.md").unlink(missing_ok=True)
+        if runs_on_fastembed and not is_static_model(target):
+            _install_fastembed()
+        embedder = get_embedder(backend, model_path=target)
+        vector = embedder.embed(["model check"])[0]
+        fingerprint = (embedder.fingerprint() or "")[:16]
     print(f"model ready: {backend}, {len(vector)} dimensions, fingerprint {fingerprint}")
+
+
+def _download(backend: str, cache: Path, target: Path) -> None:
+    source = get_embedder(backend, cache_dir=cache).model_directory()  # downloads
+    for path in source.iterdir():
+        if path.is_file():
+            shutil.copy2(path.resolve(), target / path.name)
+        elif path.is_dir():
+            shutil.copytree(path, target / path.name, symlinks=False, dirs_exist_ok=True)
+
+
+def _install_fastembed(*options: str) -> None:
+    """The extra ``onnx`` (fastembed, as pinned), installed into this environment by the base
+    image's pip (a no-op where it is installed already)."""
+    pinned = [
+        requirement.partition(";")[0].strip()
+        for requirement in requires("duckdb-vectors") or []
+        if 'extra == "onnx"' in requirement
+    ]
+    subprocess.run(["pip", "--python", sys.executable, "install", *options, *pinned], check=True)
 
 
 if __name__ == "__main__":

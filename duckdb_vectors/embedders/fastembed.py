@@ -19,6 +19,7 @@ import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
@@ -172,7 +173,7 @@ class FastEmbedEmbedder(BaseEmbedder):
         return snapshot if revision and snapshot.is_dir() else None
 
     def _load_with_fastembed(self) -> Any:
-        TextEmbedding = _import_fastembed()  # imported late: it costs ~0.4 s
+        TextEmbedding = _import_fastembed(self.spec)  # late: onnxruntime is slow to import
 
         if self.model_path is not None:
             return self._load_local(TextEmbedding, Path(self.model_path))
@@ -272,7 +273,7 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
         self.model_file = spec.options.get("file")
 
     def _load(self) -> LoadedModel:
-        TextEmbedding = _import_fastembed()
+        TextEmbedding = _import_fastembed(self.spec)
         from fastembed.common.model_description import ModelSource, PoolingType
 
         directory = self.model_path or self._download()
@@ -331,7 +332,12 @@ def _is_static(model: Any) -> bool:
     return isinstance(model.model, StaticTextEmbedding)
 
 
-def _import_fastembed() -> Any:
+def _import_fastembed(spec: str) -> Any:
+    if find_spec("fastembed") is None:
+        raise EmbedderError(
+            f"{spec} needs fastembed (to download the model, or to run a transformer):"
+            " pip install 'duckdb-vectors[onnx]'"
+        )
     if "onnxruntime" not in sys.modules:
         with _native_stderr_silenced():
             # On a read-only file system (a hardened container) onnxruntime cannot save its
