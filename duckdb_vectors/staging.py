@@ -77,8 +77,10 @@ class Staging:
 
 
 def _lock_folder(folder: Path) -> int:
-    """An open descriptor of ``folder`` holding its writer lock (waiting for it, saying so)."""
+    """An open descriptor of ``folder`` (made if need be) holding its writer lock (waiting
+    for it, saying so)."""
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as error:
         raise DuckDBVectorsError(

@@ -63,6 +63,13 @@ def test_a_new_index_appears_only_when_published(tmp_path: Path) -> None:
     assert value_of(index) == "first"
 
 
+def test_a_new_index_in_a_new_folder(tmp_path: Path) -> None:
+    staging = Staging(tmp_path / "index" / "docs.duckdb")
+    a_database(staging.path, "first")
+    staging.publish()
+    assert value_of(tmp_path / "index" / "docs.duckdb") == "first"
+
+
 def test_an_unpublished_new_index_leaves_nothing(tmp_path: Path) -> None:
     staging = Staging(tmp_path / "new.duckdb")
     a_database(staging.path, "half-made")
