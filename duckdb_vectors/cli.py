@@ -21,7 +21,7 @@ from typing import Any, get_args
 
 import click
 
-from . import remote
+from . import remote, staging
 from .citations import URL_STYLES, UrlRule, UrlStyle
 from .config import (
     DEFAULT_BASE_IMAGE,
@@ -942,6 +942,8 @@ _stopped_by: list[int] = []
 
 
 def _stop(signal_number: int, _frame: object) -> None:
+    if staging.published():  # the new index is in place: the run has done its work
+        return
     _stopped_by.append(signal_number)
     raise KeyboardInterrupt
 

@@ -244,7 +244,11 @@ class _Run:
             reason = f"unreadable: {error.strerror or error}"
             self._problem(entry.source, reason, skipped=False, keep=True)
             return []
-        content_hash = hashlib.sha256(data).hexdigest()
+        page = entry.source[len(self.source_prefix) :]
+        # The chunks depend on the bytes and on which pages their links name (``links``).
+        content_hash = hashlib.sha256(data).hexdigest()[:48] + links.fingerprint(
+            data, page, self.pages
+        )
         if self.known.get(entry.source) == (content_hash, self.chunker_key):
             self.summary.files_unchanged += 1
             self.keep.append(entry.source)
@@ -267,7 +271,6 @@ class _Run:
         self.documents.append(
             documents.Document(entry.source, content_hash, mime_type, len(data), len(chunks))
         )
-        page = entry.source[len(self.source_prefix) :]
         chunks = links.rewrite(chunks, page, self.pages, self.urls, self.source_prefix)
         return slices.stamp(self.urls.cite(chunks, page), self.metadata)
 

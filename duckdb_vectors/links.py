@@ -11,6 +11,7 @@ external URL, an anchor of the same page, a file the run does not index) stays a
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 from collections.abc import Iterable
@@ -22,6 +23,13 @@ from .models import Chunk
 
 # ``[text](target)`` or ``[text](target "title")``: the target is group 2.
 _LINK = re.compile(r"(\]\()([^)\s]+)((?:\s+\"[^\"\n]*\")?\))")
+# What may name a page in a document's source: a Markdown link's target, or a template tag's
+# page (``chunkers.templates`` reduces ``{% link x.md %}`` to ``x.md``).
+_TARGET = re.compile(
+    rb"\]\(\s*([^)\s{][^)\s]*)"  # [text](target), not ({% link ... %})
+    rb"|\{%-?\s*(?:link|post_url)\s+([^\s%]+)"  # {% link target %}
+    rb"|\{\{[<%]\s*(?:rel)?ref\s+\"?([^\"\s>%]+)"  # {{< ref "target" >}}
+)
 # What a link to a built page, or to a page without its suffix, may name it by.
 _BUILT_SUFFIXES = frozenset({"", ".html", ".htm"})
 
@@ -85,6 +93,20 @@ def rewrite(
         text = _LINK.sub(followable, chunk.text) if "](" in chunk.text else chunk.text
         rewritten.append(chunk if text == chunk.text else chunk.model_copy(update={"text": text}))
     return rewritten
+
+
+def fingerprint(data: bytes, page: str, pages: Pages) -> str:
+    """What the rewritten links of the document ``page`` (its bytes ``data``) depend on besides
+    the bytes: which page each link target in it names, if any. A run compares it to decide
+    whether an unchanged file's chunks still hold: a page added or removed elsewhere changes
+    the links that name it."""
+    named = []
+    for match in _TARGET.finditer(data):
+        target = next(group for group in match.groups() if group).decode("utf-8", "replace")
+        parts = urlsplit(target)
+        if not (parts.scheme or parts.netloc) and parts.path:
+            named.append(f"{parts.path}={pages.find(unquote(parts.path), page)}")
+    return hashlib.sha256("\n".join(sorted(set(named))).encode()).hexdigest()[:16]
 
 
 def _without_page_suffix(path: str) -> str:

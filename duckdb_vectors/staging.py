@@ -26,6 +26,14 @@ from .errors import DuckDBVectorsError
 from .index.db import connect
 
 _MARK = ".staging-"  # between the index's name and the writer's process id
+# The indexes this process has begun to put in place: from that moment a run has done its
+# work, whatever signal comes (the command line's handler asks ``published``).
+_published: list[Path] = []
+
+
+def published() -> bool:
+    """Whether this process has put (or is putting) a new index in place."""
+    return bool(_published)
 
 
 class Staging:
@@ -62,6 +70,7 @@ class Staging:
             if _wal(self.path).exists():
                 raise DuckDBVectorsError(f"{self.target}: the new index was not checkpointed")
             if self.path.exists():
+                _published.append(self.target)
                 _wal(self.target).unlink(missing_ok=True)
                 os.replace(self.path, self.target)
         finally:

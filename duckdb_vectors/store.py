@@ -224,8 +224,14 @@ class VectorStore:
         """
         with self._lock:
             self._memory = None
-            if not self.read_only and is_open(self._connection):
-                self._connection.execute("CHECKPOINT")
+            try:
+                if not self.read_only and is_open(self._connection):
+                    self._connection.execute("CHECKPOINT")
+            except BaseException:  # a staged copy that cannot be finished is not published
+                self._connection.close()
+                if self._staging is not None:
+                    self._staging.discard()
+                raise
             self._connection.close()
             self._remove_if_never_committed()
             if self._staging is not None:

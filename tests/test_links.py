@@ -11,7 +11,7 @@ from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, STATIC_MODEL
 
 from duckdb_vectors import UrlRule, VectorStore, index_folder
 from duckdb_vectors.fetching import fetch
-from duckdb_vectors.links import Pages
+from duckdb_vectors.links import Pages, fingerprint
 
 PAGES = Pages(["guide/install.md", "guide/index.md", "api/types.rst", "faq.md", "a/x.md", "b/x.md"])
 
@@ -88,3 +88,35 @@ def test_without_a_base_url_a_link_is_the_source_id_fetch_reads(docs: Path, db_p
         )
         followed = fetch(store, start[0])
     assert "DuckDB C API" in followed.as_text()
+
+
+def test_a_page_added_later_makes_the_links_to_it_followable(tmp_path: Path, db_path: Path) -> None:
+    """An unchanged page's chunks are made again when a page its links name appears (or goes):
+    the index is then what a run over the whole folder at once makes."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Start\n\nRead [the guide](guide.md) first.\n")
+    rule = UrlRule("https://docs.example.com/")
+    with VectorStore(db_path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        index_folder(store, docs, urls=rule)
+        assert links_of(store, "index.md") == ["guide.md"]  # no such page yet: as written
+        (docs / "guide.md").write_text("# Guide\n\nHow to start.\n")
+        added = index_folder(store, docs, urls=rule)
+        assert links_of(store, "index.md") == ["https://docs.example.com/guide.html"]
+        assert (added.files_new, added.files_changed) == (1, 1)  # index.md, for its link
+        (docs / "guide.md").unlink()
+        index_folder(store, docs, urls=rule)
+        assert links_of(store, "index.md") == ["guide.md"]
+        assert index_folder(store, docs, urls=rule).files_unchanged == 1
+
+
+@pytest.mark.parametrize(
+    "source",
+    [b"[a](b.md)", b"[a]({% link docs/x/b.md %})", b'{{< ref "b.md" >}}', b"[a](../x/b.md#part)"],
+)
+def test_the_fingerprint_follows_what_a_link_names(source: bytes) -> None:
+    with_b, without = Pages(["x/a.md", "x/b.md"]), Pages(["x/a.md"])
+    assert fingerprint(source, "x/a.md", with_b) != fingerprint(source, "x/a.md", without)
+    assert fingerprint(b"[a](https://b.example/b.md)", "x/a.md", with_b) == fingerprint(
+        b"[a](https://b.example/b.md)", "x/a.md", without
+    )
