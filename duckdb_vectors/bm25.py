@@ -1,12 +1,11 @@
-"""Okapi BM25's parameters and formula, owned here: as SQL for the SQL paths (``search``,
-``plain_sql``) and the in-memory index's idf, and over arrays for the in-memory index's load."""
+"""Okapi BM25's parameters and formula, owned here: as SQL (``search``, ``plain_sql``, the
+in-memory index's idf) and over arrays (the in-memory index's load)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-# Okapi BM25 as Lucene >= 8 scores it: a chunk's score is the sum over query terms of
-# idf * term weight.
+# As Lucene >= 8 scores it: a chunk's score is the sum over query terms of idf * term weight.
 BM25_K1 = 1.5  # Lucene's default is 1.2; 1.5 scored best on SciFact train
 BM25_B = 0.75
 
@@ -24,8 +23,7 @@ def bm25_weight_sql(tf: str, length: str, average: str, k1: str, b: str) -> str:
 def bm25_weight(
     tf: np.ndarray, length: np.ndarray, average: float, k1: float, b: float
 ) -> np.ndarray:
-    """``bm25_weight_sql`` over arrays, in float32: the in-memory load weighs 40 million
-    postings this way in a fraction of the time DuckDB takes over registered arrays. The
-    tests that hold memory and SQL rankings equal hold these two to the same formula."""
+    """``bm25_weight_sql`` over arrays, in float32 (much faster than DuckDB over registered
+    arrays); the tests holding memory and SQL rankings equal hold the two to one formula."""
     tf = tf.astype(np.float32)
     return tf / (tf + (k1 * (1 - b + b * length / average)).astype(np.float32))

@@ -1,10 +1,9 @@
 """Token budgets for what an agent reads: a cheap estimate, and cutting text to fit one.
 
-Agents refuse tool output over a limit (Claude Code: 25,000 tokens), and pay for every token
-below it. The estimate is a quarter of the UTF-8 bytes: for English and code that is the
-familiar four characters a token; for other scripts, where tokenizers cut shorter pieces, it
-counts each character as more (two bytes for Cyrillic or Greek, three for Chinese), so it
-errs on the side of fitting. No tokenizer is loaded: the real one is the client model's.
+Agents refuse tool output over a limit, and pay for every token below it. The estimate is a
+quarter of the UTF-8 bytes: four characters a token for English and code, more per character
+for other scripts, whose tokens are shorter, so it errs on the side of fitting. No tokenizer
+is loaded: the real one is the client model's.
 """
 
 from __future__ import annotations

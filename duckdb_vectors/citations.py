@@ -1,14 +1,10 @@
 """Where a chunk can be cited: the public URL of the page it came from.
 
-An index run finds each document's URL once and records it in every chunk's metadata under
-``url`` (metadata is outside the etag, so a new URL never re-embeds anything, and a filter can
-select on it). Search results, the CLI and the MCP server return it as the hit's ``url``.
-
-The URL comes from the page's own front matter when it names where the page is
-(``permalink``, ``url`` or ``slug``, in that order: what Jekyll, Hugo and Docusaurus sites use),
-made absolute against ``base_url`` (a relative one is used only with it); otherwise from the
-source path under ``base_url``, its suffix rewritten the way the site is built (``style``).
-``redirect_from`` is never a citation: it lists where a page used to be.
+An index run records each document's URL in its chunks' metadata under ``url`` (outside the
+etag: a new URL re-embeds nothing), which hits return as their ``url``. It comes from the
+page's front matter when that names where the page is (``FRONT_MATTER_KEYS``, as Jekyll, Hugo
+and Docusaurus use them; a relative one only with ``base_url``), else from the source path
+under ``base_url``, its suffix rewritten the way the site is built (``style``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Whether an index and what opens it belong together: the backend, the model files and the
-dimension it was built with, against those in use now (an older tokenizer's index is brought
-up to date by ``retokenize``).
-
-Each rule raises ``IndexMismatchError`` with what differs and what to do; nothing here reads
-or writes the file.
+"""Whether an index and what opens it belong together: the backend, model files, dimension,
+quantization and language it was built with, against those in use now. Each rule raises
+``IndexMismatchError`` saying what differs and what to do; nothing here touches the file.
 """
 
 from __future__ import annotations
@@ -65,8 +62,8 @@ def resolve_quantization(
 
 
 def resolve_language(db_path: Path, manifest: Manifest | None, requested: str | None) -> str:
-    """The language of the index's word forms: the recorded one, or the one asked for (an
-    index whose manifest records another is re-tokenized: see ``retokenize``)."""
+    """The language of the index's word forms: the one asked for (another than the recorded
+    one re-tokenizes the index: see ``retokenize``), else the recorded one."""
     if requested is not None:
         return checked_language(requested)
     return manifest.language if manifest is not None else DEFAULT_LANGUAGE

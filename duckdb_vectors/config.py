@@ -1,7 +1,6 @@
 """Configuration: constructor argument > ``DUCKDB_VECTORS_*`` environment variable > default.
 
-A leaf: the values settings take (durations, index URLs, quantizations) are defined here, and
-the modules that use them (remote, manifest, cli) import them from here.
+A leaf module: the values settings take (durations, index URLs, quantizations) are defined here.
 """
 
 from __future__ import annotations
@@ -53,9 +52,8 @@ def describe_age(seconds: float | None) -> str:
     return f"{seconds:.0f}s"
 
 
-# The BM25 share of the fused score, by the kind of model that made the vectors (see
-# docs/performance.md, "Relevance"): a static model's vectors sum token vectors, and lean on
-# BM25; a transformer's vectors rank natural questions well on their own.
+# The BM25 share of the fused score by the kind of model (see docs/relevance.md): a static
+# model's vectors lean on BM25; a transformer's stand on their own.
 STATIC_LEXICAL_WEIGHT = 0.7
 TRANSFORMER_LEXICAL_WEIGHT = 0.5
 
@@ -162,8 +160,7 @@ class Settings(BaseSettings):
     @field_validator("max_age", mode="before")
     @classmethod
     def _duration(cls, value: object) -> object:
-        # Text (the environment, or an SDK argument such as "6h"); a number is seconds already,
-        # as the CLI's --max-age hands it over, parsed once by the same function.
+        # Text such as "6h" (the environment, an SDK argument); a number is seconds already.
         return parse_duration(value) if isinstance(value, str) else value
 
     @classmethod

@@ -1,8 +1,7 @@
 """The ``duckdb-vectors`` console script.
 
-SIGINT and SIGTERM stop the command from its first moment: its imports take a good part of a
-second, and a signal then would end in Python's traceback. ``cli.main`` handles the signals
-from there on.
+SIGINT and SIGTERM stop the command quietly from its first moment, during its imports too;
+``cli.main`` handles them from there on.
 """
 
 from __future__ import annotations

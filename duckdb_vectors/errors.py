@@ -110,7 +110,6 @@ class ImageError(DuckDBVectorsError):
     """The image is not there, or carries no manifest."""
 
 
-# Not a DuckDBVectorsError: a chunker's word to the indexer, which reports the file as skipped
-# with this reason and goes on.
+# Not a DuckDBVectorsError: a chunker's word to the indexer, not an error.
 class SkipFile(Exception):
     """Raised by a chunker for a file it cannot index; the message is the reason shown."""

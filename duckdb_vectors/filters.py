@@ -18,7 +18,6 @@ from typing import Any
 
 from .errors import InvalidFilterError
 
-Primitive = str | int | float | bool
 MAX_DEPTH = 100
 _COMPARISONS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _NUMERIC_TYPES = "('BIGINT', 'UBIGINT', 'DOUBLE')"

@@ -1,6 +1,6 @@
 """What SDK callers pass, checked at the boundary: each problem is one ``ValueError`` (or
-``TypeError``) that names the argument and what is allowed; ``argument_error`` words a problem
-pydantic found the same way, for the SDK and the MCP tools alike.
+``TypeError``) naming the argument and what is allowed; ``argument_error`` words pydantic's
+problems the same way, for the SDK and the MCP tools alike.
 """
 
 from __future__ import annotations
@@ -115,14 +115,13 @@ def vector_items(vectors: Sequence[dict[str, Any]]) -> tuple[rows.ChunkColumns, 
     return _item_columns(fields), array
 
 
-# The types ``Chunk`` holds each field as: values of these are taken as they are, others are
-# left to its validation (which converts some, refuses the rest).
+# The types ``Chunk`` holds each field as: other values are left to its validation.
 _ITEM_TYPES = {name: value_types(name) for name in GIVEN_FIELDS}
 
 
 def _item_columns(fields: dict[str, list[Any]]) -> rows.ChunkColumns:
-    """The items' fields as columns, checked a column at a time: one type test per column
-    instead of a ``Chunk`` per item, unless some value needs ``Chunk``'s validation."""
+    """The items' fields as columns: a type test per column, not a ``Chunk`` per item, unless
+    some value needs ``Chunk``'s validation."""
     if all(set(map(type, fields[name])) <= types for name, types in _ITEM_TYPES.items()):
         ids = fields["chunk_id"]
         metadata = [rows.metadata_json(m, i, ids[i]) for i, m in enumerate(fields["metadata"])]
@@ -158,10 +157,8 @@ def after_token(token: str) -> str:
     """The chunk id a ``next_token`` continues after."""
     try:
         after = json.loads(base64.urlsafe_b64decode(token.encode()))["after"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(
-            "next_token is not valid; pass the token a previous page returned"
-        ) from error
+    except (ValueError, KeyError, TypeError):
+        after = None
     if not isinstance(after, str):
         raise ValueError("next_token is not valid; pass the token a previous page returned")
     return after

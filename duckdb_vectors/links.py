@@ -1,12 +1,10 @@
 """Links between the pages of one index run, rewritten so that a reader can follow them.
 
-A Markdown page links another by a path that only the site generator understands: relative to
-the page (``../guide/install.md``), to the site's root (Jekyll's ``{% link
-docs/current/clients/c/api.md %}``, which the chunker reduces to that path), or to the built
-page (``install.html``). Neither a browser nor ``fetch`` can follow such a path, so a link to a
+A Markdown page links another by a path only the site generator understands: relative to the
+page (``../guide/install.md``), to the site's root (Jekyll's ``{% link docs/x.md %}``, which
+the chunker reduces to that path), or to the built page (``install.html``). So a link to a
 page of the same run becomes that page's citation URL (under ``--base-url``, keeping the
-fragment) or, without one, its source id, which ``fetch`` reads. A link to anything else (an
-external URL, an anchor of the same page, a file the run does not index) stays as written.
+fragment) or, without one, its source id, which ``fetch`` reads. Other links stay as written.
 """
 
 from __future__ import annotations

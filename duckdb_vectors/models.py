@@ -28,10 +28,9 @@ class Chunk(BaseModel):
     )
 
 
-# ``Chunk`` is the one declaration of the chunk row: these of its fields the store makes itself
-# (or returns only on request); the others are what a writer gives, in every input form (a
-# ``Chunk``, an S3-shaped item, a Parquet row), what a write stores and what a hit shows, each
-# form made from this list. tests/test_chunk_layout.py holds every form to it.
+# ``Chunk`` is the one declaration of the chunk row: the store makes these fields itself; the
+# others are what a writer gives in every input form (a ``Chunk``, an S3-shaped item, a Parquet
+# row), each form made from this list (tests/test_chunk_layout.py holds them to it).
 MADE_BY_THE_STORE: frozenset[str] = frozenset({"etag", "stamped_at", "embedding"})
 GIVEN_FIELDS: tuple[str, ...] = tuple(
     name for name in Chunk.model_fields if name not in MADE_BY_THE_STORE

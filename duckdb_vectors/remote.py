@@ -1,14 +1,11 @@
 """A published index: ``--db https://host/docs.duckdb`` opens a local, validated copy of it.
 
-The copy lives in ``<cache>/indexes/`` (``DUCKDB_VECTORS_CACHE_DIR``, else the user's cache
-folder), one file per URL named by a hash of the URL, with a JSON sidecar holding the server's
-validators (ETag, Last-Modified) and when the copy was last checked. A copy older than
-``max_age`` is revalidated; an unchanged index (304) is not downloaded again. A download is
-written under a temporary name and renamed into place only once it opens as an index, every
-column of every table reads back whole, its manifest parses and (``#sha256=…``) its digest
-matches, so a cut-short or corrupt download never replaces a good copy. A lock file serialises
-refreshes between processes sharing the cache. When the server cannot be reached, the cached
-copy is used with one warning line saying how old it is.
+The copy lives in ``<cache>/indexes/``, one file per URL (named by its hash), with a JSON
+sidecar of the server's validators (ETag, Last-Modified) and when it was last checked. A copy
+older than ``max_age`` is revalidated (304: not downloaded again). A download replaces the copy
+only once it reads back whole as an index and (``#sha256=…``) its digest matches. A lock file
+serialises refreshes between processes; when the server cannot be reached, the cached copy is
+used with one warning saying how old it is.
 """
 
 from __future__ import annotations
@@ -22,18 +19,14 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 
 from .config import DEFAULT_MAX_AGE, describe_age
 from .errors import NotAnIndexError, RemoteIndexError
-from .index.db import connect
+from .index.db import connect, first_line
 from .index.manifest import read_manifest
 from .index.schema import check_readable
-
-if TYPE_CHECKING:
-    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -140,9 +133,7 @@ def _now() -> str:
 def _refresh(url: str, copy: CachedCopy | None, path: Path) -> tuple[CachedCopy, str]:
     """Ask the server for ``url`` (conditionally, when there is a copy); download and validate
     a changed index. Any failure is a RemoteIndexError, and leaves the copy as it was."""
-    # Imported here: httpx costs ~0.15 s of imports, which a search of a local file (a
-    # one-shot CLI process) would pay for nothing.
-    import httpx
+    import httpx  # imported here: a search of a local file need not pay for its imports
 
     address, _, fragment = url.partition("#")
     headers = {}
@@ -163,10 +154,10 @@ def _refresh(url: str, copy: CachedCopy | None, path: Path) -> tuple[CachedCopy,
                 return copy, "unchanged"
             if response.status_code != 200:
                 raise RemoteIndexError(f"the server answered HTTP {response.status_code}")
-            partial = _download(response, path.parent)
+            # Beside the copy, so that the rename is atomic.
+            partial = _temporary_file(path.parent, ".download-", response.iter_bytes(1 << 20))
     except httpx.HTTPError as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise RemoteIndexError(f"cannot reach it: {reason}") from None
+        raise RemoteIndexError(f"cannot reach it: {first_line(error)}") from None
     try:
         _check_digest(partial, fragment)
         validate(partial)
@@ -183,11 +174,6 @@ def _refresh(url: str, copy: CachedCopy | None, path: Path) -> tuple[CachedCopy,
         checked_at=now,
     )
     return fetched, "downloaded"
-
-
-def _download(response: httpx.Response, folder: Path) -> Path:
-    """Stream the body to a temporary file next to the copy (so the rename is atomic)."""
-    return _temporary_file(folder, ".download-", response.iter_bytes(1 << 20))
 
 
 def _temporary_file(folder: Path, prefix: str, blocks: Iterable[bytes]) -> Path:
@@ -227,8 +213,7 @@ def validate(path: Path) -> None:
             raise NotAnIndexError("it holds no manifest")
         _read_every_column(connection)
     except (NotAnIndexError, duckdb.Error) as error:
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise RemoteIndexError(f"the download is not a whole index ({message})") from None
+        raise RemoteIndexError(f"the download is not a whole index ({first_line(error)})") from None
     finally:
         connection.close()
 

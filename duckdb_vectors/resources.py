@@ -1,9 +1,9 @@
 """What this process may use: how much more memory (its container's limit, cgroup v2 or v1,
-less what the container uses now, and never more than the machine has available), and how many
-CPUs (those it may run on, fewer under a CPU quota such as ``docker run --cpus 1``).
+less its usage, never more than the machine has available), and how many CPUs (those it may
+run on, fewer under a CPU quota such as ``docker run --cpus 1``).
 
-Memory is read before the in-memory index is loaded: a container killed for memory while
-loading is restarted, loads again and is killed again, and says nothing a user can act on.
+Memory is read before the in-memory index loads: a container killed for memory while loading
+restarts, loads and is killed again, saying nothing a user can act on.
 """
 
 from __future__ import annotations
@@ -33,12 +33,8 @@ def available_cpus() -> float:
 
 def cap_blas_threads() -> None:
     """Let numpy's BLAS run at most as many threads as this process has CPUs (for servers:
-    the limit is process-wide). OpenBLAS starts one thread per core it may run on, whatever
-    the CPU quota: under ``--cpus 1`` on a 16-core host, 15 of them only wait for their turn.
-    Threads beyond the CPU time at hand wait for each other: measured in one process,
-    alternating (Ray docs, 3,866 chunks, hybrid p50), with the machine's two cores busy with
-    other work, 14-23 ms with OpenBLAS's two threads against 1.2-2.9 ms with one; on the quiet
-    machine two threads were 0.05 ms faster."""
+    the limit is process-wide). OpenBLAS starts a thread per core whatever the CPU quota, and
+    threads beyond the CPU time at hand stall queries (see docs/performance.md, "BLAS threads")."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=max(1, int(available_cpus())), user_api="blas")

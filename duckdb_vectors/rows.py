@@ -19,9 +19,8 @@ class ChunkColumns:
     """A batch of chunks to write, column by column: a list per field a writer gives
     (``models.GIVEN_FIELDS``), each value as the table stores it (the metadata as JSON text).
 
-    ``put_vectors`` and ``index --from-parquet`` build it from their columns without a
-    ``Chunk`` per row: validating a model per row, then reading its fields back one by one,
-    would be a large share of a bulk write.
+    Bulk writes (``put_vectors``, ``index --from-parquet``) build it without a ``Chunk`` per
+    row, whose validation would be a large share of the write.
     """
 
     columns: dict[str, list[Any]]
@@ -42,8 +41,7 @@ class ChunkColumns:
         ]
         return cls(columns)
 
-    # The columns a write reads by name: the ids, and the titles and texts that are hashed,
-    # embedded and tokenized.
+    # The columns a write reads by name.
     @property
     def chunk_id(self) -> list[str]:
         return self.columns["chunk_id"]
@@ -95,16 +93,16 @@ def etags(titles: list[str | None], texts: list[str], vectors: np.ndarray | None
     return found
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+def _digest(text: str, length: int = 32) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 
 def text_id(text: str) -> str:
-    return "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return "text:" + _digest(text, 16)
 
 
 def metadata_json(metadata: dict[str, Any], index: int, chunk_id: str) -> str:
-    if not metadata:  # most chunks: no json.dumps for them
+    if not metadata:  # most chunks
         return "{}"
     try:
         return json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
@@ -125,7 +123,7 @@ def check_utf8(text: str, what: str) -> str:
     return text
 
 
-# The columns of a write that hold text: the metadata's JSON, and every field that holds a str.
+# The columns of a write that hold text: the metadata's JSON, and every str field.
 TEXT_COLUMNS = tuple(
     name for name in GIVEN_FIELDS if name == "metadata" or str in value_types(name)
 )

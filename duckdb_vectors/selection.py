@@ -1,14 +1,11 @@
 """Which files of a docs folder are indexed: the user's patterns, the folder's ignore files,
-and the build output and static assets that a documentation tree carries but nobody asks about.
+and not the build output and static assets a documentation tree carries.
 
 A file is indexed when it matches an ``include`` pattern (if any are given) and no ``exclude``
-pattern. All patterns are gitignore patterns (read by ``pathspec``): ``*.md`` at any depth,
-``drafts/`` a folder and all below it, ``api/**/*.md`` at any depth under ``api``, ``!keep.md``
-an exception to the patterns before it. Without ``include`` patterns, a file is also left out
-when an ignore file of the folder's root (``.gitignore`` or ``.duckdb-vectors-ignore``) ignores
-it, or when it is an asset or lies in a build-output folder (``ASSET_SUFFIXES``,
-``ASSET_NAMES``, ``OUTPUT_FOLDERS``). ``include`` overrides those defaults: asking for
-``_static/*.js`` gets them.
+pattern (gitignore patterns, read by ``pathspec``). Without ``include`` patterns, a file is
+also left out when an ignore file of the folder's root (``IGNORE_FILES``) ignores it, or when
+it is an asset or lies in a build-output folder (``ASSET_SUFFIXES``, ``ASSET_NAMES``,
+``OUTPUT_FOLDERS``); ``include`` overrides those defaults (``_static/*.js`` gets them).
 """
 
 from __future__ import annotations

@@ -1,17 +1,14 @@
 """Rewriting an index beside the one that is served: one writer, any number of readers.
 
-DuckDB lets one process open a file for writing only when no other has it open, and readers
-none while a writer has it. So a run that rewrites an index (``index``, ``upgrade``,
-``index --from-parquet``) works on a copy made beside it, in the same folder (the same file
-system), and when it has finished and checkpointed, renames the copy over the index in one
-step. A reader that opened the index before the rename goes on reading the old file, whole;
-one that opens it after reads the new one, whole; none is locked out. A run that fails or is
-interrupted removes its copy: the index is exactly as it was and nothing half-made is left.
+DuckDB lets a process open a file for writing only when no other has it open, and readers
+none while a writer has it. So a run that rewrites an index (``index``, ``upgrade``) works on
+a copy beside it (the same file system) and, finished and checkpointed, renames the copy over
+the index in one step: a reader sees the old file or the new one, whole, and none is locked
+out. A run that fails or is interrupted removes its copy, leaving the index as it was.
 
-Writers take turns: a run holds an exclusive ``flock`` on the index's folder while it works
-(DuckDB's own locks are ``fcntl`` locks on the files, which ``flock`` does not touch, so
-readers are never held up). Copies left by a run that was killed outright are removed by the
-next one.
+Writers take turns: a run holds an exclusive ``flock`` on the index's folder (DuckDB's locks
+are ``fcntl`` locks on the files, which ``flock`` does not touch, so readers are not held
+up). Copies left by a run killed outright are removed by the next one.
 """
 
 from __future__ import annotations
@@ -26,8 +23,8 @@ from .errors import DuckDBVectorsError
 from .index.db import connect
 
 _MARK = ".staging-"  # between the index's name and the writer's process id
-# The indexes this process has begun to put in place: from that moment a run has done its
-# work, whatever signal comes (the command line's handler asks ``published``).
+# The indexes this process has begun to put in place: from then on a run has done its work,
+# whatever signal comes (the command line's handler asks ``published``).
 _published: list[Path] = []
 
 

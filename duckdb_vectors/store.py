@@ -1,10 +1,9 @@
-"""``VectorStore``: one DuckDB file is one index. The SDK surface, S3 Vectors flavoured.
+"""``VectorStore``: one DuckDB file is one index; the SDK surface, S3 Vectors flavoured.
 
-The store is the one way into an index: it opens (and migrates) the file, owns its connection
-and lock, and runs every call in a transaction when it writes. The work itself is delegated:
-``inputs`` checks arguments, ``writes`` plans and applies batches, ``chunk_table`` reads and
-changes rows, ``search`` ranks, ``compatibility`` decides whether index and model belong
-together, and ``manifest`` records what the index holds.
+The one way into an index: it opens (and migrates) the file, owns its connection and lock, and
+runs every write in a transaction. ``inputs`` checks arguments, ``writes`` plans and applies
+batches, ``chunk_table`` holds the rows, ``search`` ranks, ``compatibility`` matches index and
+model, ``manifest`` records what the index holds.
 """
 
 from __future__ import annotations
@@ -58,10 +57,8 @@ from .writes import WriteStats
 __all__ = ["MAX_RESULTS", "VectorStore", "WriteStats"]
 
 
-# DuckDB's own memory during a write. A write is one transaction whose new rows DuckDB writes
-# to the file as it goes, and then keeps cached up to its limit (80% of RAM by default): a
-# million-chunk Parquet import peaked at 3.1 GB that way, and at 1.5 GB with this limit; at
-# 300k chunks it was no slower (79 s either way). Above it DuckDB evicts, and sorts spill.
+# DuckDB's memory limit during a write: it keeps the rows it wrote cached up to its limit (80%
+# of RAM by default), which a large import does not need; above it DuckDB evicts, sorts spill.
 WRITE_MEMORY_LIMIT = 512 << 20
 logger = logging.getLogger(__name__)
 
@@ -83,13 +80,11 @@ class VectorStore:
             querying DuckDB each time (one-shot processes).
         memory_budget: the most memory that snapshot may take (bytes, or ``"512MB"``;
             ``DUCKDB_VECTORS_MEMORY_BUDGET``; default: what the container or machine has
-            available when it loads). One that needs more is not loaded: queries are
-            answered from DuckDB, and a warning says so once.
-        quantize: ``"int8"`` also stores int8 codes of the vectors, and the in-memory snapshot
-            ranks those (a quarter of the memory), rescoring the best candidates with the exact
-            float32 vectors (``DUCKDB_VECTORS_QUANTIZE``). The index records it, so later opens
-            need not repeat it; given for an index that is not quantized, the index is
-            converted here (read-write only).
+            available). One that needs more is not loaded: DuckDB answers, with one warning.
+        quantize: ``"int8"`` also stores int8 codes of the vectors, which the snapshot ranks
+            (a quarter of the memory) before rescoring the best with float32
+            (``DUCKDB_VECTORS_QUANTIZE``). The index records it; given for an index that is
+            not quantized, the index is converted here (read-write only).
         language: the Snowball language of the word forms BM25 indexes words as ("english",
             "german", ...; ``DUCKDB_VECTORS_LANGUAGE``). Unset: what the index records
             (english for a new one); another one re-tokenizes the index (read-write only).
@@ -97,10 +92,9 @@ class VectorStore:
         max_age: re-check a published index's cached copy with its server when older than
             this many seconds (or ``"6h"``, ``"2d"``; ``DUCKDB_VECTORS_MAX_AGE``; default 2d).
         embedder: a ready embedder object, instead of one built from ``backend``.
-        staged: write a copy made beside the file, and put it in the file's place when the
-            store is closed (``with`` ending in an exception drops it instead): readers of the
-            file are never locked out, and see the old index or the new one, whole (see
-            ``staging``). For a run that rewrites an index; read-write only.
+        staged: write a copy made beside the file, put in its place on close (``with`` ending
+            in an exception drops it): readers are never locked out and see the old index or
+            the new one, whole (see ``staging``). Read-write only.
     """
 
     def __init__(
@@ -137,8 +131,7 @@ class VectorStore:
 
     @classmethod
     def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> VectorStore:
-        """A store on settings resolved already: an entry point that reads settings of its own
-        (the MCP server's read-only default and token) resolves them all once, here included."""
+        """A store on settings resolved already (by an entry point with settings of its own)."""
         store = cls.__new__(cls)
         store._open(settings, embedder)
         return store
@@ -151,10 +144,9 @@ class VectorStore:
         if staged and (self.read_only or str(self.db_path) == ":memory:"):
             raise ValueError("staged=True rewrites an index file: open it read-write")
         self._staging = Staging(self.db_path) if staged else None
-        # The file the connection is on: the index, or the copy being written beside it.
+        # The index, or the copy being written beside it.
         self._file = self._staging.path if self._staging else Path(self.db_path)
-        # A file this store creates is removed again on close if nothing was ever committed
-        # to it (say, the first index run failed to load its model): no empty index is left.
+        # A file this store creates and never commits to is removed on close: no empty index.
         self._creates_file = (
             not self.read_only and str(self.db_path) != ":memory:" and not self._file.exists()
         )
@@ -178,7 +170,7 @@ class VectorStore:
             raise
         self._embedder = embedder
         self._embedder_checked = False
-        # The fusion settings, with the settings, manifest and model check they were made of.
+        # The fusion settings, with what they were made of (see ``fusion``).
         self._fusion: tuple[tuple[FusionSettings, Manifest | None, bool], FusionSettings] | None = (
             None
         )
@@ -247,9 +239,8 @@ class VectorStore:
     def warm_up(self) -> None:
         """Load the model and the in-memory index now, so the first query does not wait.
 
-        The model loads in a thread while the index loads here: the index load spends most of
-        its time in DuckDB and numpy, which let other Python threads run. A model that cannot
-        load raises its error here, once the index is loaded.
+        The model loads in a thread meanwhile (the index load runs mostly in DuckDB and numpy,
+        which release the GIL); a model that cannot load raises here.
         """
         self.embedder  # noqa: B018 - built here: the thread must not wait for the lock held below
         with ThreadPoolExecutor(1, thread_name_prefix="model-load") as model_load:
@@ -260,8 +251,7 @@ class VectorStore:
 
     @property
     def loaded_embedder(self) -> Embedder | None:
-        """The embedder, if its model is loaded already (a server hands it to the index that
-        replaces this one)."""
+        """The embedder, if built already (a server hands it to the index replacing this one)."""
         return self._embedder
 
     @property
@@ -335,15 +325,14 @@ class VectorStore:
         self, batches: Iterable[tuple[list[Chunk] | ChunkColumns, np.ndarray]], stamp: datetime
     ) -> WriteStats:
         """Upsert chunks with precomputed vectors (one row per chunk), a batch at a time, in one
-        transaction; a stream of batches (``index_parquet``) is never held whole. A batch's
-        chunks may come as ``ChunkColumns``, which skips a ``Chunk`` per row."""
+        transaction; a stream of batches is never held whole. Chunks may come as
+        ``ChunkColumns`` (no ``Chunk`` per row)."""
         total = WriteStats()
         seen_ids: set[str] = set()
         with self.transaction():
-            # Into an empty index every id is new: nothing else writes while the batches
-            # are read, and a repeated id is an error (``seen_ids``).
+            # Into an empty index every id is new (a repeated one is an error: ``seen_ids``),
+            # and the postings go in as one run in term order (see ``postings.Run``).
             known_new = chunk_table.count(self._connection) == 0
-            # Such a write's postings go in as one run in term order (see ``postings.Run``).
             run = postings.Run(self._connection) if known_new else None
             for chunks, matrix in batches:
                 columns = chunks if isinstance(chunks, ChunkColumns) else ChunkColumns.of(chunks)
@@ -369,8 +358,8 @@ class VectorStore:
             chunk_table.restamp_sources(self._connection, sources, stamp)
 
     def record_slice_keys(self, keys: Iterable[str]) -> None:
-        """Record that chunks being written carry these slice keys (``index_folder`` calls it
-        for ``metadata``): the manifest lists them and counts each slice's chunks."""
+        """Record that chunks being written carry these slice keys: the manifest lists them
+        and counts each slice's chunks."""
         self._stamped_keys.update(keys)
 
     @property
@@ -572,7 +561,7 @@ class VectorStore:
             return answer(query, searcher, self._connection, self.fusion, str(self.db_path))
 
     def _convert(self) -> None:
-        """Quantize an existing index: the refresh at the end of a write codes every chunk."""
+        """Quantize an existing index (a write's manifest refresh codes every chunk)."""
         try:
             with self.transaction():
                 pass
@@ -683,9 +672,8 @@ class VectorStore:
     def fusion(self) -> FusionSettings:
         """How rankings are fused: the settings, with BM25's share from the index unless it
         was set (argument or ``DUCKDB_VECTORS_FUSION_LEXICAL_WEIGHT``)."""
-        # Read by every query: made again only when what it is made of was replaced (a copy
-        # per query was 3 us of a 0.2 ms vector query at 5k chunks). By identity: settings
-        # equal as values may differ in which fields were set.
+        # Every query reads it: made again only when what it is made of was replaced, by
+        # identity (settings equal as values may differ in which fields were set).
         basis = (self.settings.fusion, self.manifest, self._embedder_checked)
         if self._fusion is None or any(
             was is not now for was, now in zip(self._fusion[0], basis, strict=True)
@@ -728,8 +716,7 @@ class VectorStore:
         current = current_manifest(
             self._connection, manifest, self.db_path, self.read_only, self.language
         )
-        # What the index was before this open re-tokenized it (another language, an older
-        # tokenizer): an index run says so.
+        # The index as it was before this open re-tokenized it (an index run reports it).
         self.retokenized_from = manifest if current is not manifest else None
         return current
 
@@ -785,8 +772,8 @@ class VectorStore:
                     ):
                         yield
                         self._refresh_manifest()
-                    # A reordering, not a change, so it may follow the commit, where it does
-                    # not add to the write's memory (inside, it added 1.8 GB at 1M chunks).
+                    # A reordering, not a change: after the commit it adds nothing to the
+                    # write's memory.
                     with Transaction(self._connection):
                         postings.compact_if_unordered(self._connection)
             except BaseException:

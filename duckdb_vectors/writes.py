@@ -1,9 +1,8 @@
 """How a batch of chunks is written: which ids are new or changed (by etag), which vectors can
-be reused from the index, and the bulk statements that replace the rows.
+be reused from the index, and the statements that replace the rows.
 
-A write is planned, then embedded, then applied. The store may embed a batch in a background
-thread while it plans and applies others, so nothing here embeds and the embedding step
-touches no DuckDB connection.
+A write is planned, then embedded, then applied; a batch may be embedded in a background
+thread, so the embedding step touches no DuckDB connection.
 """
 
 from __future__ import annotations
@@ -24,20 +23,17 @@ from .index import chunk_table, postings
 from .index.db import threads_reserved
 from .models import Chunk
 
-# Chunks embedded and written together: each batch costs a dozen statements and a pipeline
-# step, so batches are large, but small enough to keep the embedding thread busy.
+# Chunks embedded and written together: large (each batch costs a dozen statements), yet small
+# enough to keep the embedding thread busy.
 WRITE_BATCH = 1024
 
 
 @dataclass(frozen=True)
 class WriteStats:
-    """What one write did.
-
-    ``added`` ids were new and ``updated`` ones had new content; ``unchanged`` ones had the
-    same etag and were only restamped. ``embedded`` counts the vectors computed: a new or
-    updated chunk whose etag matches any stored chunk (a moved or repeated text) reuses its
-    vector instead.
-    """
+    """What one write did: ``added`` ids were new, ``updated`` ones had new content,
+    ``unchanged`` ones the same etag (only restamped). ``embedded`` counts the vectors
+    computed: a chunk whose etag any stored chunk has (a moved or repeated text) reuses its
+    vector."""
 
     added: int = 0
     updated: int = 0
@@ -117,9 +113,8 @@ def plan_batch(
         chunks: one batch.
         vectors: the caller's vectors, one row per chunk (else vectors are computed).
         seen_ids: ids of earlier batches of the same write; a repeated id is an error.
-        known_new: the ids cannot be in the index (it was empty when a write that nothing
-            else writes in between began, and ``seen_ids`` rules out repeats): skip the
-            lookups, which only find nothing.
+        known_new: the ids cannot be in the index (it was empty when this write began):
+            skip the lookups.
     """
     rows.check_unique_ids(chunks.chunk_id, seen_ids)
     rows.check_text_fields(chunks)
@@ -180,54 +175,47 @@ def _replace_changed(
     chunk_table.insert(connection, new_rows, stamp, run)
 
 
+# What the caller does with a batch and its vectors (the store applies it in its transaction).
+_Apply = Callable[[PlannedBatch, np.ndarray | None], WriteStats]
+
+
 def write_embedding_ahead(
     connection: duckdb.DuckDBPyConnection,
     chunks: Iterable[Chunk],
     embedder: Callable[[], Embedder],
-    apply: Callable[[PlannedBatch, np.ndarray | None], WriteStats],
+    apply: _Apply,
 ) -> WriteStats:
-    """Write ``chunks`` in batches; each batch is embedded in a background thread while the
-    caller produces the next batch and the previous one is applied.
-
-    Overlap is the point: for a fast local model, chunking, tokenizing and storing cost as
-    much as embedding, and a cloud embedder waits on the network. The thread only embeds (no
-    DuckDB calls); the caller holds the transaction around the whole write. ``embedder`` is
-    asked for only when a batch has something to embed, so an unchanged write loads no model.
+    """Write ``chunks`` in batches, each embedded in a background thread while the caller
+    produces the next and the previous one is applied (chunking and storing cost as much as a
+    fast model's embedding). The caller holds the transaction; ``embedder`` is asked for only
+    when a batch has something to embed, so an unchanged write loads no model.
     """
     total = WriteStats()
     seen_ids: set[str] = set()
     embedding = ThreadPoolExecutor(1, thread_name_prefix="duckdb-vectors-embed")
-    pending: _Embedding | None = None
+    pending: list[tuple[PlannedBatch, Future[np.ndarray] | None]] = []
     try:
         with ExitStack() as while_overlapping:
             for number, chunk_batch in enumerate(_batched(chunks, WRITE_BATCH)):
                 if number == 1:  # from here on DuckDB writes while a batch is embedded
                     while_overlapping.enter_context(threads_reserved(connection, 1))
-                columns = rows.ChunkColumns.of(chunk_batch)
-                batch = plan_batch(connection, columns, None, seen_ids)
+                batch = plan_batch(connection, rows.ChunkColumns.of(chunk_batch), None, seen_ids)
                 texts = batch.texts_to_embed()
                 future = embedding.submit(embedder().embed, texts) if texts else None
-                if pending is not None:
-                    total += pending.apply(apply)
-                pending = _Embedding(batch, future)
-            if pending is not None:
-                total += pending.apply(apply)
+                pending.append((batch, future))
+                if len(pending) == 2:
+                    total += _applied(*pending.pop(0), apply)
+            for planned in pending:
+                total += _applied(*planned, apply)
     finally:
-        # On an error or Ctrl-C, do not wait for a batch being embedded: it is discarded.
+        # On an error or Ctrl-C, a batch being embedded is discarded, not waited for.
         embedding.shutdown(wait=False, cancel_futures=True)
     return total
 
 
-@dataclass(frozen=True)
-class _Embedding:
-    """A planned batch and its vectors being computed (None: nothing to compute)."""
-
-    batch: PlannedBatch
-    future: Future[np.ndarray] | None
-
-    def apply(self, apply: Callable[[PlannedBatch, np.ndarray | None], WriteStats]) -> WriteStats:
-        computed = self.future.result() if self.future else None
-        return apply(self.batch, self.batch.embeddings(computed))
+def _applied(batch: PlannedBatch, future: Future[np.ndarray] | None, apply: _Apply) -> WriteStats:
+    """``apply`` of a batch once its vectors are computed (no future: nothing to compute)."""
+    return apply(batch, batch.embeddings(future.result() if future else None))
 
 
 def _batched(items: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
