@@ -78,141 +78,125 @@ class IndexLocation(click.ParamType):
         return value if is_url(value) else self._path.convert(value, param, ctx)
 
 
-def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--db",
-        "db_path",
-        type=IndexLocation(),
-        help="Index file, or the http(s):// URL of a published index"
-        " [env DUCKDB_VECTORS_DB_PATH; default vectors.duckdb].",
-    )(command)
+def _together(*options: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Several options as one decorator, listed in the order given."""
+
+    def apply(command: Any) -> Any:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
 
 
-def max_age_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--max-age, for the verbs that can read a published index (--db URL)."""
-
-    def as_seconds(_: click.Context, __: click.Parameter, text: str | None) -> float | None:
-        try:
-            return None if text is None else parse_duration(text)
-        except ValueError as error:
-            raise click.BadParameter(str(error)) from None
-
-    return click.option(
-        "--max-age",
-        metavar="DURATION",
-        callback=as_seconds,
-        help="--db URL: re-check the cached copy with the server when older than this"
-        " (seconds, or e.g. 30m, 6h, 2d) [env DUCKDB_VECTORS_MAX_AGE; default 2d].",
-    )(command)
+def _as_seconds(_: click.Context, __: click.Parameter, text: str | None) -> float | None:
+    try:
+        return None if text is None else parse_duration(text)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
 
 
-def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--backend and --model-path, for the verbs that load a model."""
-    command = click.option(
-        "--model-path",
-        type=click.Path(file_okay=False, path_type=Path),
-        help="Load the model from this folder [env DUCKDB_VECTORS_MODEL_PATH].",
-    )(command)
-    return click.option(
+def _as_url_rule(context: click.Context, _: click.Parameter, style: UrlStyle) -> UrlRule:
+    return UrlRule(context.params.pop("base_url", None), style)
+
+
+def _as_metadata(_: click.Context, __: click.Parameter, texts: tuple[str, ...]) -> dict:
+    try:
+        return slices.parse_assignments(texts)
+    except SliceError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+db_option = click.option(
+    "--db",
+    "db_path",
+    type=IndexLocation(),
+    help="Index file, or the http(s):// URL of a published index"
+    " [env DUCKDB_VECTORS_DB_PATH; default vectors.duckdb].",
+)
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout."
+)
+# For the verbs that can read a published index (--db URL).
+max_age_option = click.option(
+    "--max-age",
+    metavar="DURATION",
+    callback=_as_seconds,
+    help="--db URL: re-check the cached copy with the server when older than this"
+    " (seconds, or e.g. 30m, 6h, 2d) [env DUCKDB_VECTORS_MAX_AGE; default 2d].",
+)
+model_options = _together(
+    click.option(
         "--backend",
         help="Embedder, e.g. fastembed:<model> [env DUCKDB_VECTORS_BACKEND; default: the"
         " one the index was built with].",
-    )(command)
-
-
-def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")(
-        command
-    )
-
-
-def url_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--base-url and --url-style, passed on as one ``urls`` rule (index and bake)."""
-
-    def as_rule(context: click.Context, _: click.Parameter, style: UrlStyle) -> UrlRule:
-        return UrlRule(context.params.pop("base_url", None), style)
-
-    command = click.option(
+    ),
+    click.option(
+        "--model-path",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Load the model from this folder [env DUCKDB_VECTORS_MODEL_PATH].",
+    ),
+)
+store_options = _together(db_option, model_options, json_option)  # the verbs that open an index
+# --base-url and --url-style, passed on as one ``urls`` rule.
+url_options = _together(
+    click.option(
+        "--base-url",
+        metavar="URL",
+        is_eager=True,
+        help="Where the docs are published: each hit gets its page's URL, to cite.",
+    ),
+    click.option(
         "--url-style",
         "urls",
         type=click.Choice(URL_STYLES),
         default="html",
         show_default=True,
-        callback=as_rule,
+        callback=_as_url_rule,
         help="How a source path becomes a page under --base-url: a.md -> a.html, a/, or a.md.",
-    )(command)
-    return click.option(
-        "--base-url",
-        metavar="URL",
-        is_eager=True,
-        help="Where the docs are published: each hit gets its page's URL, to cite.",
-    )(command)
+    ),
+)
+slice_option = click.option(
+    "--set",
+    "metadata",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=_as_metadata,
+    help="Stamp onto every chunk (repeatable): a slice, e.g. version=2.0, found by"
+    " --filter. Its sources go under its values (2.0/) unless --source-prefix is given.",
+)
+max_tokens_option = click.option(
+    "--max-tokens",
+    type=click.IntRange(MIN_MAX_TOKENS),
+    help="Fit the output within about this many tokens (characters/4) [default: all].",
+)
+# --quantize and --language: for the verbs that write an index.
+quantize_option = click.option(
+    "--quantize",
+    type=click.Choice(get_args(Quantization)),
+    help="Also store int8 codes of the vectors and search those (a quarter of the memory),"
+    " rescoring the best exactly; an index without them is converted. Recorded in the"
+    " index [env DUCKDB_VECTORS_QUANTIZE; default: what the index records].",
+)
+language_option = click.option(
+    "--language",
+    metavar="NAME",
+    help="The Snowball language whose word forms BM25 indexes words as (english, german,"
+    " french, ...); another than the recorded one re-tokenizes the index. Recorded in the"
+    " index [env DUCKDB_VECTORS_LANGUAGE; default: what the index records, else english].",
+)
+lexical_weight_option = click.option(
+    "--lexical-weight",
+    type=click.FloatRange(0.0, 1.0),
+    help="Record BM25's share of the hybrid score in the index (what eval --tune chose"
+    " elsewhere) [default: what the index records, else 0.7 for a static model and 0.5"
+    " for a transformer].",
+)
 
 
-def slice_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--set KEY=VALUE (repeatable), passed on as one ``metadata`` mapping."""
-
-    def as_metadata(_: click.Context, __: click.Parameter, texts: tuple[str, ...]) -> dict:
-        try:
-            return slices.parse_assignments(texts)
-        except SliceError as error:
-            raise click.BadParameter(str(error)) from None
-
-    return click.option(
-        "--set",
-        "metadata",
-        multiple=True,
-        metavar="KEY=VALUE",
-        callback=as_metadata,
-        help="Stamp onto every chunk (repeatable): a slice, e.g. version=2.0, found by"
-        " --filter. Its sources go under its values (2.0/) unless --source-prefix is given.",
-    )(command)
-
-
-def max_tokens_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--max-tokens",
-        type=click.IntRange(MIN_MAX_TOKENS),
-        help="Fit the output within about this many tokens (characters/4) [default: all].",
-    )(command)
-
-
-def quantize_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--quantize, for the verbs that write an index (index, upgrade)."""
-    return click.option(
-        "--quantize",
-        type=click.Choice(get_args(Quantization)),
-        help="Also store int8 codes of the vectors and search those (a quarter of the memory),"
-        " rescoring the best exactly; an index without them is converted. Recorded in the"
-        " index [env DUCKDB_VECTORS_QUANTIZE; default: what the index records].",
-    )(command)
-
-
-def language_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--language, for the verbs that write an index (index, upgrade)."""
-    return click.option(
-        "--language",
-        metavar="NAME",
-        help="The Snowball language whose word forms BM25 indexes words as (english, german,"
-        " french, ...); another than the recorded one re-tokenizes the index. Recorded in the"
-        " index [env DUCKDB_VECTORS_LANGUAGE; default: what the index records, else english].",
-    )(command)
-
-
-def lexical_weight_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--lexical-weight, for the verbs that build an index (index, bake)."""
-    return click.option(
-        "--lexical-weight",
-        type=click.FloatRange(0.0, 1.0),
-        help="Record BM25's share of the hybrid score in the index (what eval --tune chose"
-        " elsewhere) [default: what the index records, else 0.7 for a static model and 0.5"
-        " for a transformer].",
-    )(command)
-
-
-def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--db, --backend, --model-path and --json, shared by the verbs that open an index."""
-    return db_option(model_options(json_option(command)))
+def _echo(result: Any, as_json: bool, as_text: Callable[[Any], str]) -> None:
+    """``result`` on stdout: its JSON with ``--json``, else ``as_text(result)``."""
+    click.echo(result.model_dump_json(indent=2) if as_json else as_text(result))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -302,26 +286,11 @@ def index(
     """Index FOLDER: chunk, embed and store what changed; prune what disappeared."""
     if (folder is None) == (from_parquet is None):
         raise click.UsageError("pass a FOLDER or --from-parquet FILE_OR_GLOB (one of them)")
-    if from_parquet is not None:
-        if metadata:
-            raise click.UsageError("--set applies to a FOLDER; put metadata in the Parquet rows")
-        store = VectorStore(
-            db_path,
-            backend,
-            model_path=model_path,
-            quantize=quantize,
-            language=language,
-            read_only=False,
-            staged=True,
-        )
-        _index_parquet(
-            store, from_parquet, backend, source_prefix, lexical_weight, as_json, progress
-        )
-        return
-    require_extra("index", "indexing a folder")
-    from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
-
-    with VectorStore(
+    if from_parquet is not None and metadata:
+        raise click.UsageError("--set applies to a FOLDER; put metadata in the Parquet rows")
+    if folder is not None:
+        require_extra("index", "indexing a folder")
+    store = VectorStore(
         db_path,
         backend,
         model_path=model_path,
@@ -329,7 +298,15 @@ def index(
         language=language,
         read_only=False,
         staged=True,
-    ) as store:
+    )
+    if from_parquet is not None:
+        _index_parquet(
+            store, from_parquet, backend, source_prefix, lexical_weight, as_json, progress
+        )
+        return
+    with store:
+        from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
+
         summary = index_folder(
             store,
             folder,
@@ -344,16 +321,11 @@ def index(
             progress=progress,
         )
         empty = store.count() == 0
-        if not empty:
-            _record_lexical_weight(store, lexical_weight)
-    click.echo(summary.model_dump_json(indent=2) if as_json else summary_as_text(summary))
+        if lexical_weight is not None and not empty:
+            store.record_lexical_weight(lexical_weight)
+    _echo(summary, as_json, summary_as_text)
     if empty:
         raise DuckDBVectorsError(f"nothing was indexed from {folder}: no file had indexable text")
-
-
-def _record_lexical_weight(store: VectorStore, lexical_weight: float | None) -> None:
-    if lexical_weight is not None:
-        store.record_lexical_weight(lexical_weight)
 
 
 def _index_parquet(
@@ -374,8 +346,9 @@ def _index_parquet(
                 " the embeddings, so queries are embedded alike"
             )
         summary = index_parquet(store, pattern, source_prefix=source_prefix, progress=progress)
-        _record_lexical_weight(store, lexical_weight)
-    click.echo(summary.model_dump_json(indent=2) if as_json else parquet_summary_as_text(summary))
+        if lexical_weight is not None:
+            store.record_lexical_weight(lexical_weight)
+    _echo(summary, as_json, parquet_summary_as_text)
 
 
 @cli.command(
@@ -392,7 +365,7 @@ def report(db_path: Path | str | None, max_age: float | None, as_json: bool) -> 
     """Describe the index: backend, dimension, chunks, sources, manifest. Loads no model."""
     with VectorStore(db_path, read_only=True, max_age=max_age) as store:
         result = store.report()
-    click.echo(result.model_dump_json(indent=2) if as_json else report_as_text(result))
+    _echo(result, as_json, report_as_text)
 
 
 @cli.command(
@@ -506,12 +479,7 @@ def search(
     metadata_filter = _parse_filter(filter_json)
     # One query per process: answer from SQL rather than loading the in-memory index.
     with VectorStore(
-        db_path,
-        backend,
-        model_path=model_path,
-        read_only=True,
-        memory_index=False,
-        max_age=max_age,
+        db_path, backend, model_path=model_path, read_only=True, memory_index=False, max_age=max_age
     ) as store:
         if store.count() == 0:
             raise DuckDBVectorsError(
@@ -529,10 +497,7 @@ def search(
         else:
             hits = store.query(query, top_k, hybrid=not vector_only, match=match, **options)
     output = SearchOutput.of(query, hits, max_tokens, hits.match)
-    if as_json:
-        click.echo(output.model_dump_json(indent=2))
-    else:
-        click.echo(output.as_text(full_text=full, with_ids=True))
+    _echo(output, as_json, lambda shown: shown.as_text(full_text=full, with_ids=True))
 
 
 @cli.command(
@@ -570,11 +535,7 @@ def fetch(
     """Print a document (ID is a source) or a chunk and its neighbours (ID is a chunk_id)."""
     with VectorStore(db_path, read_only=True, memory_index=False, max_age=max_age) as store:
         fetched = fetch_text(store, id, context=context, max_tokens=max_tokens, offset=offset)
-    click.echo(
-        fetched.model_dump_json(indent=2)
-        if as_json
-        else fetched.as_text(cite=True, next_page=False)
-    )
+    _echo(fetched, as_json, lambda shown: shown.as_text(cite=True, next_page=False))
     if not as_json and fetched.next_offset is not None:
         left = fetched.total_chars - fetched.next_offset
         click.echo(f"{left} more characters: add --offset {fetched.next_offset}", err=True)
@@ -724,8 +685,7 @@ def mcp(
     # A server is read-only unless told otherwise, by the flag or DUCKDB_VECTORS_READ_ONLY.
     if "read_only" not in settings.model_fields_set:
         settings = settings.model_copy(update={"read_only": True})
-    # The index file is opened first, so a bad path fails at once; with a CPU to spare its
-    # load starts before the MCP SDK is imported, which then overlaps it.
+    # Opened first: a bad path fails at once; with a CPU to spare, its load overlaps the SDK import.
     with VectorStore.from_settings(settings) as store:
         warm_up = BackgroundWarmUp(store).start_early()
         from .serve.mcp_server import build_server, serve_stdio
@@ -813,7 +773,7 @@ def bake(
     except BuildError as error:  # the step's last lines, then the one-line error
         click.echo("\n".join(f"  | {line}" for line in error.log_tail), err=True)
         raise
-    click.echo(summary.model_dump_json(indent=2) if as_json else bake_summary_as_text(summary))
+    _echo(summary, as_json, bake_summary_as_text)
 
 
 @cli.command(
@@ -893,14 +853,7 @@ def skill(
     """Write an Agent Skill (NAME/SKILL.md) that tells an agent with a shell how to search a
     published index, an index file on this machine or a baked image: when to use it, the
     commands, how to cite, what to do offline. Loads no model."""
-    from .skills import (
-        SkillOptions,
-        check_name,
-        file_skill,
-        image_skill,
-        url_skill,
-        write_skill,
-    )
+    from .skills import SkillOptions, check_name, file_skill, image_skill, url_skill, write_skill
 
     if (url is None) == (image is None):
         raise click.UsageError("pass --db URL|FILE or --image IMAGE (one of them)")
@@ -935,9 +888,8 @@ def _parse_filter(filter_json: str | None) -> dict[str, Any] | None:
     return parsed
 
 
-# The signal that stopped the process, once one has (SIGINT or SIGTERM): raised as Ctrl-C
-# wherever the process is, so a run stops and what it was writing is rolled back (a staged
-# copy dropped, see ``staging``); the exit code is 128 + its number, as a shell reports it.
+# The signal (SIGINT or SIGTERM) that stopped the process: raised as Ctrl-C, so what a run was
+# writing is rolled back (see ``staging``); the exit code is 128 + its number, as in a shell.
 _stopped_by: list[int] = []
 
 

@@ -120,11 +120,9 @@ def evaluate(
     by: Literal["chunk_id", "source"] = "chunk_id",
     depth: int = DEPTH,
 ) -> dict[str, ModeReport]:
-    """Run every judged query in every mode; latency excludes query embedding.
-
-    Query vectors are embedded once up front, so the modes are timed on ranking alone.
-    ``depth`` is how many hits each query asks for (Recall@100 needs 100).
-    """
+    """Run every judged query in every mode, timing the ranking alone (query vectors are
+    embedded once, up front). ``depth`` is how many hits a query asks for (Recall@100 needs
+    100)."""
     judged = judged_queries(queries, qrels)
     check_corpus_ids(store, qrels, by)
     texts = [queries[query_id] for query_id in judged]
@@ -139,25 +137,23 @@ def evaluate(
     for mode in modes:
         search = searches[mode]
         search(0)  # warm: builds the in-memory index outside the timings
-        totals, timings = [0.0, 0.0, 0.0, 0.0], []
+        scores: list[tuple[float, ...]] = []
+        timings: list[float] = []
         for index, query_id in enumerate(judged):
             started = time.perf_counter()
             hits = search(index)
             timings.append((time.perf_counter() - started) * 1000)
             ranked, relevant = document_ids(hits, by), qrels[query_id]
-            for slot, value in enumerate(
+            scores.append(
                 (
                     ndcg_at(ranked, relevant),
                     recall_at(ranked, relevant, 10),
                     recall_at(ranked, relevant, 100),
                     mrr_at(ranked, relevant),
                 )
-            ):
-                totals[slot] += value
-        count = len(judged)
-        reports[mode] = ModeReport(
-            *(total / count for total in totals), _percentiles(timings), queries=count
-        )
+            )
+        means = (sum(column) / len(judged) for column in zip(*scores, strict=True))
+        reports[mode] = ModeReport(*means, _percentiles(timings), queries=len(judged))
     return reports
 
 
@@ -198,8 +194,6 @@ def tune_lexical_weight(
 
 
 def _percentiles(timings: list[float]) -> dict[str, float]:
-    if not timings:
-        return {}
     ordered = sorted(timings)
     return {
         "p50": statistics.median(ordered),

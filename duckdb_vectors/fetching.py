@@ -1,9 +1,6 @@
-"""``fetch``: what an agent reads after a search — a whole document, or a hit with the chunks
-around it — as one text, a page at a time within a token budget.
-
-An id is a chunk id (that chunk, plus ``context`` chunks of its document on each side) or a
-source (the whole document in position order). The text puts each heading breadcrumb once,
-where it changes, and PDF page markers where the page changes, so it reads like the document.
+"""``fetch``: what an agent reads after a search — a whole document (its id is a source), or a
+chunk with ``context`` chunks of its document on each side (its id is a chunk id) — as one
+text, a page at a time within a token budget.
 """
 
 from __future__ import annotations
@@ -76,12 +73,7 @@ class Fetched(BaseModel):
 
 
 def fetch(
-    store: VectorStore,
-    id: str,
-    *,
-    context: int = 0,
-    max_tokens: int | None = None,
-    offset: int = 0,
+    store: VectorStore, id: str, *, context: int = 0, max_tokens: int | None = None, offset: int = 0
 ) -> Fetched:
     """The document or chunk ``id`` names, from ``offset``, within ``max_tokens``."""
     if not isinstance(id, str) or not id.strip():

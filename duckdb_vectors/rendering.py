@@ -17,9 +17,7 @@ from .config import describe_age
 from .models import GIVEN_FIELDS, Chunk, IndexReport, SearchResult
 from .search.answer import MATCH_FELL_BACK
 
-# Only their types are needed here: the container modules import the Docker SDK, and the
-# indexer the chunkers, none of which a search needs.
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the container modules import the Docker SDK, the indexer the chunkers
     from pathlib import Path
 
     from .container.bake import BakeSummary
@@ -29,8 +27,7 @@ if TYPE_CHECKING:
     from .parquet_import import ParquetSummary
 
 SNIPPET_CHARS = 240
-# A hit cut to fit max_tokens is kept only if at least this much of its text fits.
-MIN_TRUNCATED_TOKENS = 50
+MIN_TRUNCATED_TOKENS = 50  # a hit cut to fit max_tokens is kept only if this much of it fits
 MIN_MAX_TOKENS = 200  # below this not even one hit (or page) is worth reading
 REPORT_SOURCES = 50  # the text form lists at most this many sources; JSON lists all
 
@@ -56,8 +53,6 @@ def _shown(field: str) -> Any:
     return declared.annotation, Field(description=declared.description)
 
 
-# One ranked chunk: its rank and score, every field a writer gives the chunk (``GIVEN_FIELDS``),
-# where to read and cite it, and its rank by each signal.
 Hit = create_model(
     "Hit",
     __base__=_Hit,
@@ -91,11 +86,7 @@ class SearchOutput(BaseModel):
 
     @classmethod
     def of(
-        cls,
-        query: str,
-        hits: list[SearchResult],
-        max_tokens: int | None = None,
-        match: str = "any",
+        cls, query: str, hits: list[SearchResult], max_tokens: int | None = None, match: str = "any"
     ) -> SearchOutput:
         """The answer within ``max_tokens`` (measured on its JSON form, which is longer than
         its text form): cut at a hit, the last hit that fits in part cut with a marker, and
@@ -139,9 +130,8 @@ class SearchOutput(BaseModel):
         chunk_id to fetch), then the text (or a one-line snippet); then what ``max_tokens``
         cut or left out. A fallback from match "all" is said first.
 
-        Each hit is whole in itself, one blank line from the next (the text's own blank lines
-        are indented), so a client that shows only text (Docker Agent joins a result's text
-        blocks with no separator) reads every hit with its citation."""
+        Each hit, with its citation, is one block (its own blank lines indented): some clients
+        (Docker Agent) join a result's text blocks with no separator."""
         blocks = []
         if self.match == MATCH_FELL_BACK:
             blocks.append("[No chunk has every query term; these hits match any of them.]")
@@ -233,9 +223,7 @@ def summary_as_text(summary: IndexSummary) -> str:
             f"window  {summary.chunks_past_window} chunks are longer than the model embeds:"
             " BM25 reads all of their text, their vectors only its start"
         )
-    # Each skipped or failed file was already reported on stderr as it happened (--json
-    # lists them too); the summary counts them rather than list them twice.
-    return "\n".join(lines)
+    return "\n".join(lines)  # skipped and failed files were reported on stderr as they happened
 
 
 def parquet_summary_as_text(summary: ParquetSummary) -> str:

@@ -3,15 +3,10 @@ published index (``--db URL``), an index file on the same machine (``--db FILE``
 image, and what to do when it cannot be reached.
 
 The skill follows the Agent Skills format (agentskills.io): a folder named like the skill,
-holding ``SKILL.md``, YAML front matter (``name``: 1-64 lowercase letters, digits and single
-hyphens, the folder's name; ``description``: 1-1024 characters, what it does and when to use
-it; optional ``compatibility``, at most 500 characters, and ``metadata``), then Markdown.
-
-Everything the skill says about the index comes from the index itself: the report of a
-published index or a file (its sources and manifest, and an example query: a page title that
-a search finds its page by), or the manifest labels of a baked image
-(``container.labels.inspect_image``). The commands are built here once (``SkillTarget``) and
-put in the text as they are to be run; a test runs every one of them.
+holding ``SKILL.md``: YAML front matter (``name``, ``description``, optional ``compatibility``
+and ``metadata``), then Markdown. What it says about the index comes from the index itself (its
+report, or an image's manifest labels); its commands are built once (``SkillTarget``), as they
+are to be run, and a test runs every one of them.
 """
 
 from __future__ import annotations
@@ -38,7 +33,7 @@ if TYPE_CHECKING:
     from .store import VectorStore
 
 # The Agent Skills format's limits on the front matter.
-MAX_NAME_CHARS = 64
+MAX_NAME_CHARS = 64  # and the name is lowercase letters, digits and single hyphens
 MAX_DESCRIPTION_CHARS = 1024
 MAX_COMPATIBILITY_CHARS = 500
 SKILL_FILE = "SKILL.md"
@@ -46,13 +41,11 @@ NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 TOPICS_SHOWN = 8  # groups of documents named in the description and the text
 SEARCH_MAX_TOKENS = 6000  # bounds one search answer in the agent's context
 FETCH_MAX_TOKENS = 4000
-# Fetch ids the skill cannot know (an image's labels name no document): the agent takes them
-# from a hit.
+# Fetch ids the skill cannot know (an image's labels name no document), to take from a hit.
 PLACEHOLDER_SOURCE = "SOURCE"
 PLACEHOLDER_CHUNK = "CHUNK_ID"
 
-# The example query is a page title that a search finds its page by: one of 2 to 6 words, of
-# one of this many documents, the least deep first.
+# The example query: a title of 2 to 6 words, of one of this many documents (see ``_example``).
 EXAMPLE_DOCUMENTS = 40
 EXAMPLE_WORDS = range(2, 7)
 
@@ -124,7 +117,8 @@ class IndexFacts:
         sources = sorted(source for source in report.sources if source)
         if not sources:
             raise SkillError(f"{store.db_path} holds no documents to describe: index some first")
-        source, chunk, query = _example(store, sorted(sources, key=_depth_and_name))
+        by_depth = sorted(sources, key=lambda source: (len(PurePosixPath(source).parts), source))
+        source, chunk, query = _example(store, by_depth)
         return cls(report.chunk_count, len(sources), sources, manifest, source, chunk, query)
 
     @classmethod
@@ -161,12 +155,7 @@ class Skill(NamedTuple):
     text: str  # SKILL.md
 
 
-def url_skill(
-    url: str,
-    options: SkillOptions,
-    *,
-    max_age: float | None = None,
-) -> Skill:
+def url_skill(url: str, options: SkillOptions, *, max_age: float | None = None) -> Skill:
     """The skill for the index published at ``url``, described by its report (the index is
     downloaded into the cache, or its cached copy used, as a search would)."""
     if not is_url(url):
@@ -247,11 +236,6 @@ def write_skill(folder: Path, skill: Skill) -> Path:
     return path
 
 
-def skill_name(text: str) -> str:
-    """The ``name`` in a SKILL.md's front matter."""
-    return str(front_matter(text)["name"])
-
-
 def front_matter(text: str) -> dict:
     """The YAML front matter of a SKILL.md, parsed."""
     if not text.startswith("---\n"):
@@ -272,9 +256,8 @@ def _name_words(source: str | None) -> str:
 
 def _example(store: VectorStore, sources: list[str]) -> tuple[str, str, str | None]:
     """The document the examples show, its first chunk, and the example query: the first of
-    ``sources`` (up to ``EXAMPLE_DOCUMENTS``) whose title a keyword search finds it by, first,
-    and that title ("Reading Parquet Files", where "Documentation" or "Overview" would find
-    any page); else the first document, and no query."""
+    ``sources`` whose title finds it first by keywords, and that title ("Reading Parquet Files",
+    not "Overview", which any page has); else the first document, and no query."""
     for source in sources[:EXAMPLE_DOCUMENTS]:
         first = store.document(source)[0]
         title = (first.title or "").split(" > ")[0].strip()
@@ -290,10 +273,6 @@ def _queryable(title: str) -> bool:
     words = re.findall(r"\w+", title.lower())
     content = [word for word in words if word not in QUESTION_WORDS and len(word) > 2]
     return len(words) in EXAMPLE_WORDS and bool(content)
-
-
-def _depth_and_name(source: str) -> tuple[int, str]:
-    return len(PurePosixPath(source).parts), source
 
 
 def _placeholders(facts: IndexFacts) -> str:
@@ -377,11 +356,8 @@ def _slice_advice(target: SkillTarget, facts: IndexFacts, query: str) -> str:
 def _fallback(target: SkillTarget, facts: IndexFacts, options: SkillOptions, query: str) -> str:
     if target.kind == "image":
         built = f" (built {facts.manifest.built_at:%Y-%m-%d})" if facts.manifest else ""
-        return Template(_IMAGE_FALLBACK).substitute(
-            image=target.location,
-            built=built,
-            pull=f"docker pull {shlex.quote(target.location)}",
-        )
+        pull = f"docker pull {shlex.quote(target.location)}"
+        return Template(_IMAGE_FALLBACK).substitute(image=target.location, built=built, pull=pull)
     if target.kind == "file":
         source = facts.example_source or PLACEHOLDER_SOURCE
         return Template(_FILE_FALLBACK).substitute(
