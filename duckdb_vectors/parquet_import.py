@@ -31,8 +31,7 @@ READ_BATCH = 16_384
 
 
 def reader_connection() -> duckdb.DuckDBPyConnection:
-    """The in-memory connection that reads the Parquet files, without DuckDB's progress bar
-    (its scan lasts the whole import)."""
+    """The in-memory connection reading the files, with no progress bar (it spans the import)."""
     # One thread: each decodes a whole row group, and reading ahead only fills memory while
     # the index's writes set the pace.
     return without_progress_bar(duckdb.connect(":memory:", config={"threads": 1}))

@@ -98,8 +98,7 @@ def _add_tree(
 
 
 def _walk(root: Path, selection: FileSelection | None) -> Iterator[tuple[Path, str]]:
-    """The entries below ``root`` that ``selection`` keeps, in a stable order; links stay
-    links."""
+    """The entries below ``root`` that ``selection`` keeps, in a stable order; links stay."""
     for folder, subfolders, files in os.walk(root):
         base = Path(folder).relative_to(root).as_posix()
 

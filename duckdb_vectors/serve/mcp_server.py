@@ -31,7 +31,7 @@ from mcp.types import (
 )
 from mcp.types import Resource as MCPResource
 from mcp.types import Tool as MCPTool
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
 from ..citations import DOCUMENT_URI_PREFIX, document_uri
@@ -181,13 +181,9 @@ class IndexServer(MCPServer):
 
 
 def cache_hints(immutable: bool, guarded: bool = False) -> dict[str, CacheHint]:
-    """The caching hints (``ttlMs``, ``cacheScope``) of every cacheable result.
-
-    An ``immutable`` index (``ServedIndex.immutable``) stays fresh for ``IMMUTABLE_TTL_MS``;
-    any other may change at any time (ttl 0). Answers do not depend on who asks, so the scope
-    is public, unless a bearer token guards the server: then a shared cache must not serve
-    callers without it.
-    """
+    """The caching hints of every cacheable result: fresh for ``IMMUTABLE_TTL_MS`` if the
+    index is ``immutable`` (``ServedIndex.immutable``), else stale at once; public, unless a
+    bearer token guards the server (a shared cache must not serve callers without it)."""
     hint = CacheHint(IMMUTABLE_TTL_MS if immutable else 0, "private" if guarded else "public")
     return dict.fromkeys(sorted(CACHEABLE_METHODS), hint)
 
@@ -204,9 +200,8 @@ def server_version(served: ServedIndex) -> str:
 def build_server(
     store: VectorStore, warm_up: BackgroundWarmUp | None = None, *, guarded: bool = False
 ) -> IndexServer:
-    """An MCP server answering from ``store``; its warm-up (the caller's ``warm_up``, if any)
-    starts once the first request is answered, if not before. ``guarded``: a bearer token
-    guards it (see ``cache_hints``)."""
+    """An MCP server answering from ``store``; its ``warm_up`` starts once the first request
+    is answered, if not before. ``guarded``: a bearer token guards it (see ``cache_hints``)."""
     served = ServedIndex(store, warm_up or BackgroundWarmUp(store))
     server = IndexServer(
         served,
@@ -259,10 +254,7 @@ def build_server(
         except Exception as error:  # the model must read what to fix, whatever went wrong
             raise ToolError(first_line(error)) from None
         output = SearchOutput.of(query, hits, max_tokens, hits.match)
-        return CallToolResult(
-            content=[TextContent(type="text", text=output.as_text(full_text=True, with_ids=True))],
-            structured_content=output.model_dump(mode="json"),
-        )
+        return _tool_result(output.as_text(full_text=True, with_ids=True), output)
 
     # Not a docstring: the SDK would send its second line's indentation to clients.
     @server.tool(
@@ -283,20 +275,14 @@ def build_server(
             fetched = fetch(server.store, id, context=context, max_tokens=max_tokens, offset=offset)
         except Exception as error:
             raise ToolError(first_line(error)) from None
-        return CallToolResult(
-            content=[TextContent(type="text", text=fetched.as_text(cite=True))],
-            structured_content=fetched.model_dump(mode="json"),
-        )
+        return _tool_result(fetched.as_text(cite=True), fetched)
 
     @server.tool(title="Describe the index", annotations=READ_ONLY)
     def report() -> Annotated[CallToolResult, IndexReport]:
         """The index: path, backend, dimensions, chunk count, sources, manifest."""
         result = server.store.report()
         more = "all sources are in the structured content and in resources/list"
-        return CallToolResult(
-            content=[TextContent(type="text", text=report_as_text(result, more))],
-            structured_content=result.model_dump(mode="json"),
-        )
+        return _tool_result(report_as_text(result, more), result)
 
     @server.resource(REPORT_URI, name="report", mime_type="application/json")
     def report_resource() -> str:
@@ -314,11 +300,17 @@ def build_server(
     return server
 
 
+def _tool_result(text: str, structured: BaseModel) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=structured.model_dump(mode="json"),
+    )
+
+
 async def paginate_resources(
     ctx: ServerRequestContext[Any, Any], call_next: CallNext
 ) -> HandlerResult:
-    """``resources/list`` ``RESOURCES_PAGE`` at a time, with an opaque cursor (the SDK's
-    handler lists everything)."""
+    """``resources/list`` ``RESOURCES_PAGE`` at a time, with an opaque cursor."""
     if ctx.method != "resources/list":
         return await call_next(ctx)
     params = dict(ctx.params or {})

@@ -78,8 +78,7 @@ class ServedIndex:
 
 
 def _reopened(old: VectorStore) -> VectorStore:
-    """The index now at ``old``'s path, with ``old``'s settings and, if built with the same
-    model, its loaded model."""
+    """The index now at ``old``'s path, with its settings and, if it fits, its loaded model."""
     if old.loaded_embedder is not None:
         try:
             return VectorStore.from_settings(old.settings, old.loaded_embedder)
