@@ -1,11 +1,9 @@
 """``index_parquet``: write chunks embedded elsewhere (a Spark or Ray job) from Parquet files.
 
 Each row is ``chunk_id, text, embedding`` and optionally ``title, source, position,
-metadata``. DuckDB's own Parquet reader reads them on a separate in-memory connection (the
-index's connection refuses external access) and hands them over in Arrow record batches, so
-memory stays bounded by one batch, not the file. Writes are incremental like ``index``:
-unchanged rows (same etag, which covers the vector) are only restamped, changed ones are
-replaced, and with a ``source_prefix`` the run owns that scope and prunes what it did not write.
+metadata``. DuckDB reads the files on a separate in-memory connection (the index's refuses
+external access) and hands them over in Arrow batches, so memory is bounded by a batch. Writes
+are incremental like ``index``'s.
 """
 
 from __future__ import annotations
@@ -27,19 +25,16 @@ from .progress import counted
 from .rows import ChunkColumns, metadata_json
 from .store import VectorStore
 
-# Rows per Arrow batch: 16k rows of 384-dim float32 vectors are ~25 MB, big enough that the
-# per-batch statements are noise and small enough to bound memory.
+# Rows per Arrow batch: large enough that per-batch statements are noise, small enough to
+# bound memory.
 READ_BATCH = 16_384
-
-# One thread: DuckDB decodes a whole row group per thread (Spark writes them 128 MB and up), and
-# reading ahead on a second one only fills memory while the index's writes set the pace.
-READER_CONFIG = {"threads": 1}
 
 
 def reader_connection() -> duckdb.DuckDBPyConnection:
-    """The in-memory connection that reads the Parquet files (the index's refuses files)."""
-    # Its scan of the files lasts the whole import: DuckDB's bar would show after 2 s.
-    return without_progress_bar(duckdb.connect(":memory:", config=READER_CONFIG))
+    """The in-memory connection reading the files, with no progress bar (it spans the import)."""
+    # One thread: each decodes a whole row group, and reading ahead only fills memory while
+    # the index's writes set the pace.
+    return without_progress_bar(duckdb.connect(":memory:", config={"threads": 1}))
 
 
 # The DuckDB types a Parquet column may have, for each type a ``Chunk`` field holds.
@@ -48,8 +43,7 @@ _DUCKDB_TYPES: dict[type, tuple[str, ...]] = {
     int: ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT"),
     dict: ("VARCHAR", "JSON"),  # a JSON object per row
 }
-# Each column a row may carry, with the DuckDB types accepted for it: a column per field a
-# writer gives, and the vector (a list or fixed-size array of floats).
+# Each column a row may carry, with the DuckDB types accepted for it.
 COLUMNS: dict[str, tuple[str, ...]] = {
     **{
         name: tuple(t for kind in value_types(name) - {type(None)} for t in _DUCKDB_TYPES[kind])
@@ -104,14 +98,15 @@ def index_parquet(
         files = _matching_files(reader, pattern)
         summary.files = len(files)
         columns = _checked_columns(reader, files)
-        batches = _chunk_batches(reader, files, columns, dimension, source_prefix or "", summary)
         total = int(
             scalar(reader, "SELECT sum(num_rows) FROM parquet_file_metadata($1)", [files]) or 0
         )
         with counted(total, "row", "importing", progress) as advance, store.transaction():
-            stats = store.put_vector_batches(_advancing(batches, advance), stamp)
+            batches = _chunk_batches(reader, files, columns, dimension, source_prefix, advance)
+            stats = store.put_vector_batches(batches, stamp)
             if source_prefix:
                 summary.chunks_pruned = store.prune(source_prefix, stamp)
+    summary.rows = total
     summary.chunks_added, summary.chunks_updated = stats.added, stats.updated
     summary.chunks_unchanged = stats.unchanged
     summary.seconds = round(time.monotonic() - started, 3)
@@ -164,10 +159,11 @@ def _chunk_batches(
     files: list[str],
     columns: list[str],
     dimension: int,
-    source_prefix: str,
-    summary: ParquetSummary,
+    source_prefix: str | None,
+    advance: Callable[[int], None],
 ) -> Iterator[tuple[ChunkColumns, np.ndarray]]:
-    """Chunks and their vectors, one Arrow batch at a time, checked as they come."""
+    """Chunks and their vectors, one Arrow batch at a time, checked as they come; ``advance``
+    is told each batch's rows once it is written."""
     selected = ", ".join(
         f"len({name}) AS embedding_width, {name}::FLOAT[] AS {name}"
         if name == "embedding"
@@ -186,16 +182,8 @@ def _chunk_batches(
             file = table["filename"][table["chunk_id"].index(None)]
             raise DuckDBVectorsError(f"{file}: a row has no chunk_id; every row needs one")
         vectors = _vectors(batch, table, dimension)
-        summary.rows += batch.num_rows
-        yield _chunks(table, source_prefix), vectors
-
-
-def _advancing(
-    batches: Iterator[tuple[ChunkColumns, np.ndarray]], advance: Callable[[int], None]
-) -> Iterator[tuple[ChunkColumns, np.ndarray]]:
-    for chunks, vectors in batches:
-        yield chunks, vectors
-        advance(len(chunks))
+        yield _chunks(table, source_prefix or ""), vectors
+        advance(batch.num_rows)
 
 
 def _vectors(batch: object, table: dict[str, list], dimension: int) -> np.ndarray:

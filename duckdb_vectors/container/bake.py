@@ -1,18 +1,13 @@
 """``bake``: a folder of documents in, a verified, labelled index image out.
 
-1. check the inputs on the host (documents, model folder, engine), so bad input fails in a
-   second with one line, not minutes into a build;
-2. build Dockerfile.runtime from a context assembled here (see ``context``): the toolkit
-   stage, the index stage, the runtime;
-3. read the manifest the index stage wrote, ask the image's own MCP server (started as the
-   Docker MCP Gateway starts it: ``docker run -i IMAGE``, no command) for its title and
-   tools, and add both as labels (a build ``FROM`` the image with labels only: no layer
-   changes): the manifest as ``io.duckdb-vectors.*``, the server entry as
-   ``io.docker.server.metadata`` (see ``catalog``);
-4. verify the labelled image as an agent would use it: a hardened run answers a search, and
-   the image run with no command serves MCP (``initialize``, ``tools/list``);
-5. only then tag it (and write the catalog entry, if asked). Whatever fails, nothing is left
-   tagged, and the images this bake made are removed.
+1. check the inputs on the host, so bad input fails at once with one line, not in a build;
+2. build Dockerfile.runtime from the context ``context`` assembles;
+3. label the image (a build ``FROM`` it, no layer changes) with its manifest
+   (``io.duckdb-vectors.*``) and the server entry its own MCP server describes, started as
+   the Docker MCP Gateway starts it (``io.docker.server.metadata``, see ``catalog``);
+4. verify it as an agent uses it: a hardened search, and MCP with no command;
+5. only then tag it (and write the catalog entry). Whatever fails, nothing is left tagged
+   and the images this bake made are removed.
 """
 
 from __future__ import annotations
@@ -90,12 +85,11 @@ def bake(
 ) -> BakeSummary:
     """Bake the documents in ``docs`` into an image tagged ``tag``.
 
-    ``backend`` and ``model_path`` are resolved as ``index`` resolves them (argument, then
-    ``DUCKDB_VECTORS_BACKEND`` / ``DUCKDB_VECTORS_MODEL_PATH``, then the default); with no
-    model folder the build downloads the model. ``urls`` is how the index run finds each
-    document's URL (``index --base-url``); ``language`` and ``lexical_weight`` are passed to
-    it too (``index --language``, ``--lexical-weight``). ``catalog_entry`` is a file to write
-    the image's Docker MCP Gateway catalog entry to, once it is tagged.
+    ``backend`` and ``model_path`` are resolved as ``index`` resolves them; with no model
+    folder the build downloads the model. ``urls``, ``language`` and ``lexical_weight`` go to
+    the index run (``index --base-url``, ``--language``, ``--lexical-weight``).
+    ``catalog_entry``: a file to write the image's Docker MCP Gateway catalog entry to, once
+    it is tagged.
     """
     settings = Settings.resolve(backend=backend, model_path=model_path)
     backend = settings.backend or DEFAULT_BACKEND
@@ -116,8 +110,7 @@ def bake(
             dockerfile=RUNTIME_DOCKERFILE,
             buildargs=context.buildargs
             | {"BACKEND": backend, "PYTHON_IMAGE": base_image}
-            | _url_buildargs(urls or UrlRule())
-            | _ranking_buildargs(language, lexical_weight),
+            | _index_buildargs(urls or UrlRule(), language, lexical_weight),
             platform=platform,
             no_cache=no_cache,
             status=status,
@@ -131,7 +124,8 @@ def bake(
             engine.read_file(client, built, INDEX_SUMMARY_IN_IMAGE)
         )
         status.final("asking the image's MCP server for its tools (no command, stdin attached)")
-        entry = server_entry(tag, report, _describe(client, built), labels)
+        described = _mcp_describe(client, built, "the image's MCP server did not describe itself")
+        entry = server_entry(tag, report, described, labels)
         all_labels = (
             manifest_labels(report, base_image)
             | {SERVER_METADATA_LABEL: as_yaml(entry)}
@@ -143,7 +137,10 @@ def bake(
         )
         made.insert(0, labelled)
         build_seconds = time.monotonic() - started
-        cold_search = _verify(client, labelled, report, status) if verify else None
+        cold_search = None
+        if verify:
+            status.final("verifying: a hardened search, and MCP over stdin with no command")
+            cold_search = verify_image(client, labelled, _probe_query(report))
         image = engine.tag_image(client, labelled, tag)
         if catalog_file is not None:
             write_catalog_entry(catalog_file, entry, tag)
@@ -177,8 +174,7 @@ def bake(
 
 def verify_image(client: docker.DockerClient, image: str, query: str) -> float:
     """Check a frozen index image answers, hardened: a search returns hits, and the image
-    run with no command and stdin attached serves MCP (``initialize`` and ``tools/list``).
-    The search's time from start to exit."""
+    run with no command and stdin attached serves MCP. The search's seconds, start to exit."""
     try:
         result = engine.run(client, image, ["search", query, "--top-k", "1", "--json"])
     except DuckDBVectorsError as error:
@@ -192,27 +188,16 @@ def verify_image(client: docker.DockerClient, image: str, query: str) -> float:
         raise BakeError("verification failed: `search --json` printed no JSON") from None
     if not hits:
         raise BakeError(f"verification failed: a search for {query!r} found nothing")
-    try:
-        served = engine.mcp_describe(client, image)
-    except DuckDBVectorsError as error:
-        raise BakeError(f"verification failed: {error}") from None
-    if not served.tools:
+    if not _mcp_describe(client, image, "verification failed").tools:
         raise BakeError("verification failed: the MCP server listed no tools")
     return result.seconds
 
 
-def _describe(client: docker.DockerClient, image: str) -> engine.McpServerAnswer:
+def _mcp_describe(client: docker.DockerClient, image: str, failure: str) -> engine.McpServerAnswer:
     try:
         return engine.mcp_describe(client, image)
     except DuckDBVectorsError as error:
-        raise BakeError(f"the image's MCP server did not describe itself: {error}") from None
-
-
-def _verify(
-    client: docker.DockerClient, image: str, report: IndexReport, status: StatusLine
-) -> float:
-    status.final("verifying: a hardened search, and MCP over stdin with no command")
-    return verify_image(client, image, _probe_query(report))
+        raise BakeError(f"{failure}: {error}") from None
 
 
 def _probe_query(report: IndexReport) -> str:
@@ -265,11 +250,13 @@ def _checked_catalog_file(path: str | Path | None) -> Path | None:
     return path
 
 
-def _url_buildargs(urls: UrlRule) -> dict[str, str]:
-    return {"BASE_URL": urls.base_url or "", "URL_STYLE": urls.style}
-
-
-def _ranking_buildargs(language: str | None, lexical_weight: float | None) -> dict[str, str]:
-    """The index stage's --language and --lexical-weight ("" leaves each out)."""
-    weight = "" if lexical_weight is None else repr(lexical_weight)
-    return {"LANGUAGE": language or "", "LEXICAL_WEIGHT": weight}
+def _index_buildargs(
+    urls: UrlRule, language: str | None, lexical_weight: float | None
+) -> dict[str, str]:
+    """The index run's options (an empty value leaves its option out)."""
+    return {
+        "BASE_URL": urls.base_url or "",
+        "URL_STYLE": urls.style,
+        "LANGUAGE": language or "",
+        "LEXICAL_WEIGHT": "" if lexical_weight is None else repr(lexical_weight),
+    }

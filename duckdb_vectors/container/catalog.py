@@ -1,18 +1,12 @@
-"""A baked image as an MCP server entry, for the Docker MCP Gateway and its catalogs.
+"""A baked image as an MCP server entry for the Docker MCP Gateway (docker/mcp-gateway,
+``pkg/catalog``), in two forms:
 
-Two forms of one entry (see the docker/mcp-gateway repository, ``pkg/catalog``):
+- the ``io.docker.server.metadata`` label, read from a self-describing image: only what
+  describes the server (``ImportedServer``); the gateway ignores runtime fields there;
+- a catalog file (``bake --catalog-entry FILE``): the entry under ``registry:`` with the image
+  and the runtime fields only an operator's catalog may set.
 
-- the ``io.docker.server.metadata`` label: a YAML server entry the gateway reads from a
-  self-describing image (``docker://IMAGE``). It takes only what describes the server
-  (``ImportedServer``: name, type, title, description, tools, readme, metadata); runtime
-  fields in a label are ignored by the gateway;
-- a catalog file (``bake --catalog-entry FILE``): the same entry under ``registry:`` with the
-  image reference and the runtime fields only an operator's catalog may set (``longLived``,
-  ``disableNetwork``), for ``docker mcp catalog import FILE`` or ``gateway run --catalog``.
-
-The tools, their descriptions and annotations and the server's title are what the image's own
-MCP server answered (``engine.mcp_describe``), never a copy kept here; the description says
-what the index holds, from its report.
+The tools and the title are what the image's own MCP server answered, never a copy kept here.
 """
 
 from __future__ import annotations
@@ -29,9 +23,8 @@ from .engine import McpServerAnswer
 
 SERVER_METADATA_LABEL = "io.docker.server.metadata"
 DOCUMENTATION_LABEL = "org.opencontainers.image.documentation"
-# What an operator's catalog adds for a baked index: the gateway keeps one container for all
-# tool calls (the model and the index load once, not on every call), and runs it with no
-# network (the image needs none: HF_HUB_OFFLINE, the index and the model are inside).
+# One container for all tool calls (the model and index load once), and no network: the
+# image needs none.
 CATALOG_RUNTIME: dict[str, Any] = {"longLived": True, "disableNetwork": True}
 _ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 _LISTED_SOURCES = 5
@@ -65,20 +58,17 @@ def server_entry(
     return entry
 
 
-def catalog_entry(entry: dict[str, Any], tag: str) -> dict[str, Any]:
-    """A catalog holding the one server ``entry`` describes, run from the image ``tag``."""
+def write_catalog_entry(path: Path, entry: dict[str, Any], tag: str) -> None:
+    """Write a catalog holding the one server ``entry`` describes, run from the image ``tag``."""
     server = {"name": entry["name"], "type": entry["type"], "image": tag}
     server |= {key: value for key, value in entry.items() if key not in server}
-    return {"registry": {entry["name"]: server | CATALOG_RUNTIME}}
+    catalog = {"registry": {entry["name"]: server | CATALOG_RUNTIME}}
+    path.write_text(as_yaml(catalog), encoding="utf-8")
 
 
 def as_yaml(document: dict[str, Any]) -> str:
     """YAML in the order given, multi-line strings as literal blocks."""
     return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
-
-
-def write_catalog_entry(path: Path, entry: dict[str, Any], tag: str) -> None:
-    path.write_text(as_yaml(catalog_entry(entry, tag)), encoding="utf-8")
 
 
 def _description(name: str, report: IndexReport) -> str:

@@ -1,12 +1,9 @@
-"""The build context of a bake: what `docker build` of Dockerfile.runtime is given.
+"""The build context of a bake: a tar shaped like a checkout of this project (Dockerfiles,
+pyproject.toml, README.md, the package), so an installed package can rebuild the toolkit,
+plus the documents and, optionally, the model, streamed from where they are.
 
-It has the shape of a checkout of this project — the Dockerfiles, pyproject.toml, README.md
-and the ``duckdb_vectors`` package — plus the documents and, optionally, the model files, so
-the toolkit can be rebuilt from an installed package with no checkout at hand. It is written
-as a tar stream straight from where the files are, without copying the documents first.
-
-Every entry gets a fixed owner and time stamp, so the same files always give the same context:
-the engine then reuses the cached toolkit layers, and two bakes of the same documents agree.
+Every entry gets a fixed owner and time stamp: the same files give the same context, so the
+engine reuses its cached toolkit layers and two bakes of the same documents agree.
 """
 
 from __future__ import annotations
@@ -39,11 +36,8 @@ logger = logging.getLogger(__name__)
 
 
 def build_files_dir() -> Path:
-    """Where the project's own build files are.
-
-    An installed wheel carries them in ``duckdb_vectors/build_files`` (see pyproject.toml); a
-    source checkout, installed editable, has them at its root, next to the package.
-    """
+    """Where the project's build files are: ``duckdb_vectors/build_files`` in a wheel (see
+    pyproject.toml), the root of a checkout installed editable."""
     for folder in (PACKAGE_DIR / "build_files", PACKAGE_DIR.parent):
         if all((folder / name).is_file() for name in BUILD_FILE_NAMES):
             return folder
@@ -71,8 +65,7 @@ def write_context(docs: Path, model_path: Path | None) -> BuildContext:
         for name in BUILD_FILE_NAMES:
             _add(tar, build_files / name, name)
         _add_tree(tar, PACKAGE_DIR, "duckdb_vectors")
-        # What the index stage would leave out (build output, assets, ignored files) is not
-        # sent at all: a node_modules/ beside the docs can outweigh them a hundred times.
+        # What the index stage leaves out is not sent: a node_modules/ can outweigh the docs.
         _add_tree(tar, docs, DOCS_IN_CONTEXT, FileSelection.for_folder(docs))
         if model_path is not None:
             _add_tree(tar, model_path, MODEL_IN_CONTEXT)
@@ -105,16 +98,15 @@ def _add_tree(
 
 
 def _walk(root: Path, selection: FileSelection | None) -> Iterator[tuple[Path, str]]:
-    """The entries below ``root`` (those ``selection`` keeps) in a stable order; symbolic
-    links are kept as links."""
+    """The entries below ``root`` that ``selection`` keeps, in a stable order; links stay."""
     for folder, subfolders, files in os.walk(root):
         base = Path(folder).relative_to(root).as_posix()
 
         def relative(entry: str, base: str = base) -> str:
             return entry if base == "." else f"{base}/{entry}"
 
-        if selection is None:  # the package: no bytecode, no second copy of the build files,
-            # no extension compiled for this machine's Python (the image builds its own)
+        if selection is None:  # the package, less bytecode, build files and compiled
+            # extensions (the image builds its own)
             subfolders[:] = sorted(d for d in subfolders if d not in _LEFT_OUT)
             kept = sorted(f for f in files if not f.endswith(_COMPILED))
         else:
@@ -125,8 +117,8 @@ def _walk(root: Path, selection: FileSelection | None) -> Iterator[tuple[Path, s
 
 
 def _add(tar: tarfile.TarFile, path: Path, name: str) -> None:
-    """Add one entry; what cannot be read (or is a socket or device) is left out, with a
-    warning: the index stage reports what it could not index, as ``index`` does."""
+    """Add one entry; what cannot be read, or is a socket or device, is left out with a
+    warning (the index stage reports what it could not index)."""
     try:
         entry = tar.gettarinfo(path, arcname=name)
         if entry is None or not (entry.isfile() or entry.isdir() or entry.issym()):

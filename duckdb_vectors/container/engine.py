@@ -1,8 +1,6 @@
-"""The container engine, through the Docker SDK for Python: builds, files in images, runs.
-
-Works against whatever ``DOCKER_HOST`` or the default socket gives: Docker Engine, Docker
-Desktop, or Podman's Docker-compatible service. Every container made here is removed before
-the call returns, also when it fails.
+"""The container engine (``DOCKER_HOST`` or the default socket: Docker, or Podman's
+Docker-compatible service) through the Docker SDK: builds, files in images, runs. Every
+container made here is removed before the call returns, also when it fails.
 """
 
 from __future__ import annotations
@@ -108,8 +106,7 @@ def build(
 
 def _follow_build(events: Iterable[dict[str, Any]], status: StatusLine) -> str:
     tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
-    step = ""
-    image_id = None
+    step, image_id = "", None
     for event in events:
         if "error" in event:
             message = str(event.get("error", "")).strip().splitlines() or ["failed"]
@@ -173,8 +170,7 @@ def run(
 
 @dataclass(frozen=True)
 class McpServerAnswer:
-    """What an image's MCP server said: its ``initialize`` result and its ``tools/list``, as
-    JSON objects."""
+    """An image's MCP server's ``initialize`` result and ``tools/list``, as JSON objects."""
 
     initialize: dict[str, Any]
     tools: list[dict[str, Any]]
@@ -200,8 +196,7 @@ async def _describe(server: _AttachedServer, timeout: float) -> McpServerAnswer:
         server.streams() as (read_stream, write_stream),
         ClientSession(read_stream, write_stream, client_info=_CLIENT) as session,
     ):
-        # Errors are caught in here: leaving the session, they would come wrapped in its task
-        # group's.
+        # Caught in here: outside the session they would come wrapped in its task group's.
         with anyio.move_on_after(timeout) as waiting:
             try:
                 initialized = await session.initialize()
@@ -234,9 +229,8 @@ def _as_json(model: Any) -> dict[str, Any]:
 
 
 class _AttachedServer:
-    """An attached container's stdin and its multiplexed stdout and stderr, as the message
-    streams the SDK's ClientSession reads and writes: newline-delimited JSON-RPC, as its stdio
-    transport speaks to a process."""
+    """An attached container's stdin and multiplexed stdout/stderr as the message streams of
+    the SDK's ClientSession: newline-delimited JSON-RPC, as its stdio transport speaks."""
 
     def __init__(self, attached: Any) -> None:
         self.sock = attached._sock
@@ -261,9 +255,9 @@ class _AttachedServer:
                 tasks.cancel_scope.cancel()
 
     async def _read(self, to_session: Any) -> None:
-        """Frames to messages until the server's output ends (or the socket fails), then close
-        the stream: the session's pending request then fails as a closed connection. A line
-        that is no JSON-RPC message reaches the session as the error, as on stdio."""
+        """Frames to messages until the output ends or the socket fails; closing the stream
+        then fails the pending request as a closed connection. A line that is no JSON-RPC
+        message reaches the session as the error, as on stdio."""
         async with to_session:
             buffered = b""
             while True:
@@ -287,8 +281,7 @@ class _AttachedServer:
                         await to_session.send(_parsed(line))
 
     async def _write(self, from_session: Any) -> None:
-        """Messages to lines on stdin, until the session ends or the socket fails (then the
-        reader sees the end of the output)."""
+        """Messages to lines on stdin, until the session ends or the socket fails."""
         async with from_session:
             async for message in from_session:
                 line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
@@ -307,8 +300,8 @@ def _parsed(line: bytes) -> SessionMessage | Exception:
 
 
 def remove_image(client: docker.DockerClient, image: str) -> None:
-    """Remove an image this bake made, if it is still there and nothing names it: a fully
-    cached rebuild can yield the very image an earlier bake tagged, which must stay."""
+    """Remove an image a bake made unless something names it: a fully cached rebuild can
+    yield the very image an earlier bake tagged."""
     with suppress(ImageNotFound, APIError):
         if not client.images.get(image).tags:
             client.images.remove(image, noprune=False)

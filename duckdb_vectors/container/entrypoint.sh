@@ -1,18 +1,14 @@
 #!/bin/sh
 # Container entry point: the duckdb-vectors CLI, with an optional runtime append.
 #
-# No command (the image's default): with stdin a pipe or a socket, as `docker run -i IMAGE`
-# gives it (what the Docker MCP Gateway and MCP client configurations run), the image serves
-# MCP over stdio, as `mcp` does. With stdin a terminal (`docker run -it IMAGE`) or /dev/null
-# (`docker run IMAGE`, no -i), nothing can speak MCP to it: it prints the help. This script
-# is the one place that decides it; the CLI itself has no default command.
+# No command: with stdin a pipe or socket (`docker run -i IMAGE`, as MCP clients and the
+# Docker MCP Gateway run it) it serves MCP over stdio; with stdin a terminal or /dev/null it
+# prints the help. The CLI itself has no default command.
 #
-# Runtime append (the second lifecycle): with DUCKDB_VECTORS_APPEND_DIR set to a mounted
-# folder (say, a set of skills as Markdown), the frozen index is copied to a writable place
-# (DUCKDB_VECTORS_WRITABLE_DB, default /tmp/vectors.duckdb; mount a tmpfs there when the root
-# file system is read-only), the folder is indexed into it under DUCKDB_VECTORS_APPEND_PREFIX
-# (default "registry/"), and the command then serves that copy. This process is its only
-# writer. Progress goes to stderr, so `mcp` keeps stdout for JSON-RPC.
+# Runtime append: with DUCKDB_VECTORS_APPEND_DIR set to a mounted folder, the frozen index is
+# copied to DUCKDB_VECTORS_WRITABLE_DB (default /tmp/vectors.duckdb; a tmpfs on a read-only
+# root), the folder is indexed into it under DUCKDB_VECTORS_APPEND_PREFIX (default
+# "registry/"), and the command serves that copy. Progress goes to stderr: stdout is JSON-RPC.
 set -eu
 
 if [ "$#" -eq 0 ]; then

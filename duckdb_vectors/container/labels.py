@@ -1,8 +1,7 @@
-"""The manifest as image labels, and back: ``docker inspect`` tells what an image holds.
+"""The manifest as image labels, and back, so ``docker inspect`` tells what an image holds.
 
-Every manifest field becomes ``io.duckdb-vectors.<field>`` (underscores as dashes), so the
-labels carry the manifest whole and ``inspect`` rebuilds it exactly; the
-``org.opencontainers.image.*`` keys say the same in the words every registry shows.
+Every manifest field becomes ``io.duckdb-vectors.<field>`` (underscores as dashes), so
+``inspect`` rebuilds the manifest exactly; ``org.opencontainers.image.*`` say it for registries.
 """
 
 from __future__ import annotations
@@ -61,11 +60,6 @@ def _value(field: str, label: str) -> Any:
     return json.loads(label) if container else label
 
 
-def source_count(labels: dict[str, str]) -> int | None:
-    value = labels.get(SOURCE_COUNT, "")
-    return int(value) if value.isdigit() else None
-
-
 def user_labels(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
     """``KEY=VALUE`` strings as a dict; a pair without ``=`` is a usage error."""
     labels = {}
@@ -101,4 +95,5 @@ def inspect_image(reference: str) -> ImageManifest:
             f"{reference} carries no duckdb-vectors manifest labels: bake it with"
             " `duckdb-vectors bake`, or read /app/manifest.json inside it"
         )
-    return ImageManifest(image.id, manifest, source_count(labels))
+    count = labels.get(SOURCE_COUNT, "")
+    return ImageManifest(image.id, manifest, int(count) if count.isdigit() else None)

@@ -1,12 +1,10 @@
-"""Toolkit step: make /opt/model a plain folder holding the model files, give /opt/venv what
-the model needs, then check it loads.
+"""Toolkit step: make /opt/model a plain folder of model files, give /opt/venv what the
+model needs, then check it loads.
 
-If the folder already has model files (copied from ``MODEL_DIR``), they are used as they are.
-Otherwise the model named by the backend is downloaded once, here, at build time, with
-fastembed installed for it into a folder that is deleted afterwards, so the runtime image never
-needs the network. A static model is embedded with tokenizers and numpy alone; a transformer
-runs on fastembed's ONNX runtime, so only then is fastembed (the extra ``onnx``) installed into
-/opt/venv.
+Model files already there (from ``MODEL_DIR``) are used as they are; otherwise the backend's
+model is downloaded at build time (fastembed installed for it in a throwaway folder), so the
+runtime image needs no network. Only a transformer needs fastembed (the extra ``onnx``) in
+/opt/venv; a static model runs on tokenizers and numpy.
 """
 
 from __future__ import annotations
@@ -56,8 +54,7 @@ def _download(backend: str, cache: Path, target: Path) -> None:
 
 
 def _install_fastembed(*options: str) -> None:
-    """The extra ``onnx`` (fastembed, as pinned), installed into this environment by the base
-    image's pip (a no-op where it is installed already)."""
+    """Install the extra ``onnx`` (fastembed, as pinned) with the base image's pip."""
     pinned = [
         requirement.partition(";")[0].strip()
         for requirement in requires("duckdb-vectors") or []

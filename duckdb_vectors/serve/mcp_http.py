@@ -1,11 +1,8 @@
-"""The MCP server over streamable HTTP: for agents in other containers or on other machines.
+"""The MCP server over streamable HTTP (``mcp --transport http``): ``/mcp`` and ``/health``.
 
-``duckdb-vectors mcp --transport http`` serves ``/mcp`` and ``GET /health``. It is stateless
-(each request stands alone, answered as JSON), so replicas can sit behind a load balancer with
-no session affinity; one process holds one store, one model and one in-memory index for every
-client. As the MCP specification asks of HTTP servers, it binds to localhost unless told
-otherwise and refuses a request whose ``Origin`` is foreign (403); a bearer token (``--auth-token``
-or ``DUCKDB_VECTORS_AUTH_TOKEN``) guards non-local binds. uvicorn stops it cleanly on SIGTERM.
+Stateless (each request stands alone, answered as JSON), so replicas need no session affinity.
+As the MCP specification asks, it binds to localhost unless told otherwise and refuses foreign
+``Origin``s (403); a bearer token guards non-local binds.
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ import logging
 import signal
 import threading
 from dataclasses import dataclass
-from types import FrameType
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -51,10 +47,6 @@ class HttpOptions:
     auth_token: str | None = None
     allowed_origins: tuple[str, ...] = ()
 
-    @property
-    def is_local(self) -> bool:
-        return is_loopback(self.host)
-
 
 def http_app(server: IndexServer, options: HttpOptions) -> ASGIApp:
     """The ASGI app: ``/mcp`` (stateless, JSON responses) and ``/health``, behind the guard."""
@@ -76,11 +68,10 @@ def http_app(server: IndexServer, options: HttpOptions) -> ASGIApp:
 
 
 def serve_http(server: IndexServer, options: HttpOptions) -> None:
-    """Serve until SIGTERM or Ctrl-C (uvicorn finishes the requests in flight, then stops).
-    The load starts now: a load balancer waits for ``/health`` to say ready, not for a
-    request to be answered."""
+    """Serve until SIGTERM or Ctrl-C, finishing the requests in flight. The load starts now:
+    a load balancer waits for ``/health``, not for a first request."""
     server.warm_up.start()
-    if not options.is_local and options.auth_token is None:
+    if not is_loopback(options.host) and options.auth_token is None:
         logger.warning(
             "serving on %s without --auth-token: anyone who reaches port %d can search the index",
             options.host,
@@ -93,16 +84,11 @@ def serve_http(server: IndexServer, options: HttpOptions) -> None:
         log_level="warning",
         lifespan="on",
     )
-    # uvicorn finishes the requests in flight on SIGTERM, then raises the signal again for the
-    # handler it found: one that does nothing lets the process end normally (store closed,
-    # exit 0) instead of being killed by the signal's default action (exit 143).
+    # After its graceful shutdown uvicorn raises SIGTERM again for the handler it found: one
+    # that does nothing lets the process exit 0 (store closed) instead of 143.
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _ignore)
+        signal.signal(signal.SIGTERM, lambda _signal, _frame: None)
     uvicorn.Server(config).run()
-
-
-def _ignore(_signal: int, _frame: FrameType | None) -> None:
-    """A SIGTERM handler for after uvicorn's graceful shutdown: nothing left to do."""
 
 
 class Guard:
@@ -145,8 +131,8 @@ class Guard:
 
 
 def _no_stream(scope: Scope) -> Response | None:
-    """``GET /mcp`` opens a stream of server messages; a stateless server has none to send,
-    so it says so (405, as the specification allows) rather than hold the connection open."""
+    """``GET /mcp`` asks for a stream of server messages; a stateless server has none (405, as
+    the specification allows), rather than hold the connection open."""
     if scope["path"] == MCP_PATH and scope["method"] == "GET":
         return JSONResponse(
             {"error": "this server sends no stream: POST requests to /mcp"},

@@ -1,19 +1,10 @@
 """``duckdb-vectors mcp``: retrieval for agents over the Model Context Protocol.
 
-Three read-only tools — ``search``, ``fetch`` and ``report`` — and the index's documents as
-resources (``duckdb-vectors://doc/{source}``, listed a page at a time) plus the report
-(``duckdb-vectors://report``).
-
-The index file is opened before the server starts (a bad path fails at once, with one line on
-stderr); the model and the in-memory index load in a background thread, so ``initialize`` and
-``tools/list`` never wait for them and the first ``search`` waits only for what is left of the
-load. The load starts when the first request has been answered, unless the caller started it
-sooner (see ``warming``). The transport is chosen by the caller: ``serve_stdio`` here, or
-``mcp_http.serve_http``.
-
-Each tool argument is declared once, as an annotated type (its type, bounds and
-description): the SDK makes the advertised JSON schema of it and validates a call against it,
-and ``IndexServer.call_tool`` words what it refuses as one plain sentence.
+Three read-only tools (``search``, ``fetch``, ``report``), the documents as resources
+(``duckdb-vectors://doc/{source}``, paged) and the report (``duckdb-vectors://report``).
+The model and the in-memory index load in the background (``warming``), so the handshake
+never waits for them. Each tool argument is declared once, as an annotated type: the SDK makes
+the advertised schema of it and validates calls against it.
 """
 
 from __future__ import annotations
@@ -40,7 +31,7 @@ from mcp.types import (
 )
 from mcp.types import Resource as MCPResource
 from mcp.types import Tool as MCPTool
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
 from ..citations import DOCUMENT_URI_PREFIX, document_uri
@@ -58,8 +49,7 @@ from .warming import BackgroundWarmUp
 
 # The most hits one tool call returns: an agent pays for every token of a tool's output.
 AGENT_MAX_RESULTS = 50
-# A default call fits well under the 25,000 tokens Claude Code accepts, even at top_k=50 and
-# with the text and the structured content both counted; the ceiling is below that limit.
+# Both below the 25,000 tokens Claude Code accepts from a tool, text and structure counted.
 DEFAULT_MAX_TOKENS = 8_000
 AGENT_MAX_TOKENS = 20_000
 RESOURCES_PAGE = 100  # documents per resources/list page
@@ -67,16 +57,13 @@ REPORT_URI = "duckdb-vectors://report"
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False
 )
-# The order tools/list gives them in, whatever the order of registration: clients and the
-# image's catalog label list them as the server does, and a cached listing stays valid.
+# The order tools/list gives, whatever the registration order (catalogs and caches keep it).
 TOOL_ORDER = ("search", "fetch", "report")
-# How long a client may reuse a listing or a document of an index that cannot change while it
-# is served (opened read-only: a baked image, a published index): a day, the most the MCP SDKs
-# honour (a longer ttlMs is cut to it).
+# How long a client may reuse answers about an index that cannot change while served: a day,
+# the most the MCP SDKs honour.
 IMMUTABLE_TTL_MS = 24 * 60 * 60 * 1000
 
-# The tools' arguments (``fetching`` declares the bounds ``fetch`` checks itself). Strict: a
-# number in a string, or true for 1, is refused rather than converted.
+# The tools' arguments (``fetching`` declares fetch's own). Strict: "5" or true for 1 is refused.
 Query = Annotated[str, Field(description="What to look for, in natural language.")]
 TopK = Annotated[
     int, Field(strict=True, ge=1, le=AGENT_MAX_RESULTS, description="How many chunks to return.")
@@ -105,8 +92,7 @@ MatchArgument = Annotated[
         'the answer falls back to "any" and its match field says so). Default "any".'
     ),
 ]
-# Advertised as "object" alone (null is accepted too): a type list is not portable across
-# clients.
+# Advertised as "object" alone (null is accepted too): a type list is not portable.
 Filter = Annotated[
     dict[str, Any] | SkipJsonSchema[None],
     Field(
@@ -120,8 +106,7 @@ Id = Annotated[
 
 
 class IndexServer(MCPServer):
-    """An MCP server whose resources are the documents of one index (the one at its path:
-    see ``served``)."""
+    """An MCP server whose resources are the documents of one index (see ``served``)."""
 
     def __init__(self, served: ServedIndex, **settings: Any) -> None:
         super().__init__(**settings)
@@ -144,9 +129,8 @@ class IndexServer(MCPServer):
             raise ToolError(f"the index could not be loaded: {error}")
 
     def health(self) -> tuple[int, dict[str, Any]]:
-        """An HTTP status and a small summary: 200 once the model and the index are loaded,
-        503 while they load (the store is busy then, and is not asked), 500 if loading
-        failed."""
+        """An HTTP status and a summary: 200 once loaded, 503 while loading (the busy store is
+        not asked), 500 if loading failed."""
         if not self.warm_up.done.is_set():
             return 503, {"status": "loading"}
         if self.warm_up.error is not None:
@@ -169,8 +153,7 @@ class IndexServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> CallToolResult | InputRequiredResult:
-        """The SDK's call; arguments it refused answer with one sentence (see
-        ``inputs.argument_error``) instead of pydantic's multi-line report."""
+        """The SDK's call, refused arguments worded as one sentence, not pydantic's report."""
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
@@ -183,7 +166,7 @@ class IndexServer(MCPServer):
             ) from refused
 
     async def list_resources(self) -> list[MCPResource]:
-        """The report, then every document, in source order (paged by ``paginate``)."""
+        """The report, then every document in source order (see ``paginate_resources``)."""
         documents = [
             MCPResource(
                 uri=document_uri(source) or "",
@@ -198,23 +181,16 @@ class IndexServer(MCPServer):
 
 
 def cache_hints(immutable: bool, guarded: bool = False) -> dict[str, CacheHint]:
-    """The 2026-07-28 caching hints (``ttlMs``, ``cacheScope``) of every cacheable result.
-
-    An index that cannot change while it is served (``ServedIndex.immutable``: a baked image's,
-    say) keeps its listings, its documents and the server's description fresh for
-    ``IMMUTABLE_TTL_MS``; any other may change at any time, written to or replaced by a new
-    index (ttl 0: immediately stale). Nothing in an answer depends on who asks, so the scope is
-    public, unless a bearer token guards the server (``guarded``): then a shared cache must not
-    hand what it holds to a caller without the token, and the scope is private.
-    """
+    """The caching hints of every cacheable result: fresh for ``IMMUTABLE_TTL_MS`` if the
+    index is ``immutable`` (``ServedIndex.immutable``), else stale at once; public, unless a
+    bearer token guards the server (a shared cache must not serve callers without it)."""
     hint = CacheHint(IMMUTABLE_TTL_MS if immutable else 0, "private" if guarded else "public")
     return dict.fromkeys(sorted(CACHEABLE_METHODS), hint)
 
 
 def server_version(served: ServedIndex) -> str:
-    """The package's version, with the content hash of an index that cannot change as its
-    local part: clients cache such an index's answers for a day under the server's name and
-    version, and two images baked by one release from other documents must not share them."""
+    """The package's version, plus an immutable index's content hash as its local part:
+    clients cache by name and version, and two images of one release must not share."""
     manifest = served.store.manifest
     if served.immutable and manifest is not None and manifest.content_hash:
         return f"{package_version()}+{manifest.content_hash[:12]}"
@@ -224,9 +200,8 @@ def server_version(served: ServedIndex) -> str:
 def build_server(
     store: VectorStore, warm_up: BackgroundWarmUp | None = None, *, guarded: bool = False
 ) -> IndexServer:
-    """An MCP server answering from ``store``; its warm-up (``warm_up``, if the caller made
-    one, maybe started already) starts once the first request is answered, if not before.
-    ``guarded``: a bearer token guards it (see ``cache_hints``)."""
+    """An MCP server answering from ``store``; its ``warm_up`` starts once the first request
+    is answered, if not before. ``guarded``: a bearer token guards it (see ``cache_hints``)."""
     served = ServedIndex(store, warm_up or BackgroundWarmUp(store))
     server = IndexServer(
         served,
@@ -242,17 +217,15 @@ def build_server(
         ),
         log_level="WARNING",
         cache_hints=cache_hints(served.immutable, guarded),
-        # Nothing is announced when the index changes: no subscriptions/listen, so no era
-        # advertises listChanged or subscribe.
+        # No change notifications: nothing advertises listChanged or subscribe.
         subscriptions=False,
     )
 
     async def served_index(
         ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        """Answer from the index now at the path (``served``), and start loading it after the
-        first answer: on one CPU a load running beside the handshake only delays it (a no-op
-        once started)."""
+        """Answer from the index now at the path (``served``); start loading it after the first
+        answer, as on one CPU a load beside the handshake only delays it."""
         await server.served.serving()
         try:
             return await call_next(ctx)
@@ -267,8 +240,7 @@ def build_server(
         query: Query,
         top_k: TopK = 5,
         filter: Filter = None,
-        # Pages, not fragments: one hit per page puts the answer page in the top 5 for more
-        # of the docs-QA questions (bench/docsqa.py) than every chunk listed.
+        # Pages, not fragments: more answer pages reach the top 5 (bench/docsqa.py).
         one_per_source: OnePerSource = True,
         match: MatchArgument = "any",
         max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
@@ -282,13 +254,9 @@ def build_server(
         except Exception as error:  # the model must read what to fix, whatever went wrong
             raise ToolError(first_line(error)) from None
         output = SearchOutput.of(query, hits, max_tokens, hits.match)
-        return CallToolResult(
-            content=[TextContent(type="text", text=output.as_text(full_text=True, with_ids=True))],
-            structured_content=output.model_dump(mode="json"),
-        )
+        return _tool_result(output.as_text(full_text=True, with_ids=True), output)
 
-    # The description is given, not the docstring: the SDK sends a docstring as written, and
-    # the indentation of its second line would reach clients and catalogs.
+    # Not a docstring: the SDK would send its second line's indentation to clients.
     @server.tool(
         name="fetch",
         title="Read a document or a hit in context",
@@ -307,20 +275,14 @@ def build_server(
             fetched = fetch(server.store, id, context=context, max_tokens=max_tokens, offset=offset)
         except Exception as error:
             raise ToolError(first_line(error)) from None
-        return CallToolResult(
-            content=[TextContent(type="text", text=fetched.as_text(cite=True))],
-            structured_content=fetched.model_dump(mode="json"),
-        )
+        return _tool_result(fetched.as_text(cite=True), fetched)
 
     @server.tool(title="Describe the index", annotations=READ_ONLY)
     def report() -> Annotated[CallToolResult, IndexReport]:
         """The index: path, backend, dimensions, chunk count, sources, manifest."""
         result = server.store.report()
         more = "all sources are in the structured content and in resources/list"
-        return CallToolResult(
-            content=[TextContent(type="text", text=report_as_text(result, more))],
-            structured_content=result.model_dump(mode="json"),
-        )
+        return _tool_result(report_as_text(result, more), result)
 
     @server.resource(REPORT_URI, name="report", mime_type="application/json")
     def report_resource() -> str:
@@ -338,11 +300,17 @@ def build_server(
     return server
 
 
+def _tool_result(text: str, structured: BaseModel) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=structured.model_dump(mode="json"),
+    )
+
+
 async def paginate_resources(
     ctx: ServerRequestContext[Any, Any], call_next: CallNext
 ) -> HandlerResult:
-    """``resources/list`` a page of ``RESOURCES_PAGE`` at a time, with an opaque cursor (the
-    SDK's handler lists everything; an index can hold many thousand documents)."""
+    """``resources/list`` ``RESOURCES_PAGE`` at a time, with an opaque cursor."""
     if ctx.method != "resources/list":
         return await call_next(ctx)
     params = dict(ctx.params or {})

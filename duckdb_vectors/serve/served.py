@@ -1,15 +1,11 @@
-"""The index a server answers from, taken over by the new one when a writer swaps it in.
+"""The index a server answers from, followed when a writer renames a new file over it
+(``staging``).
 
-A run that rewrites a served index renames a whole new file over it (``staging``). A
-read-only server checks, before each request, whether the file at its path is still the one it
-opened; when it is not, it lets the requests in flight finish on the old index, holds the new
-ones back, closes the old index, opens and loads the new one (keeping the model, if the new
-index was built with the same one), and then answers from it. No request fails or sees half an
-index, and ``/health`` goes on answering, about the old index until the new one is loaded.
-
-DuckDB keeps one database per path in a process, so the old index is closed before the new one
-is opened: if the new one then cannot be loaded, the requests say why, and the server tries
-again when the file changes once more.
+Before each request a read-only server checks whether the file at its path is still the one
+it opened; if not, it lets the requests in flight finish, holds new ones back, and takes over
+the new index (keeping the model if it is the same), so no request sees half an index.
+DuckDB keeps one database per path in a process, so the old index is closed first; if the new
+one cannot be loaded, requests say why until the file changes again.
 """
 
 from __future__ import annotations
@@ -39,8 +35,8 @@ class ServedIndex:
 
     @property
     def immutable(self) -> bool:
-        """Whether the index cannot change while it is served: read-only, in a folder this
-        process cannot write (a baked image's), so that no new index can be swapped in."""
+        """Whether the index cannot change while served: read-only, in a folder this process
+        cannot write (a baked image's), so no new index can be swapped in."""
         return self.store.read_only and not os.access(self._file.parent, os.W_OK)
 
     def replaced(self) -> bool:
@@ -48,8 +44,8 @@ class ServedIndex:
         return self._opened is not None and _identity(self._file) not in (None, self._opened)
 
     async def serving(self) -> None:
-        """Wait until the index can be read (taking over a new file first, if one was swapped
-        in); the caller then counts as in flight until ``done``."""
+        """Wait until the index can be read (taking over a swapped-in file first); the caller
+        is then in flight until ``done``."""
         while self._reloading is not None:
             await self._reloading.wait()
         if self.replaced():
@@ -82,8 +78,7 @@ class ServedIndex:
 
 
 def _reopened(old: VectorStore) -> VectorStore:
-    """The index now at ``old``'s path, with ``old``'s settings and, if the new index was built
-    with the same model, its loaded model."""
+    """The index now at ``old``'s path, with its settings and, if it fits, its loaded model."""
     if old.loaded_embedder is not None:
         try:
             return VectorStore.from_settings(old.settings, old.loaded_embedder)

@@ -1,11 +1,8 @@
 """Loading a store's model and in-memory index in a background thread, for servers.
 
-When to start it depends on the CPUs at hand. With two or more, a server starts the load as
-soon as its index file is open, before it imports its own framework: the MCP SDK's import
-(0.3-0.5 s) then overlaps the load, which spends its time in DuckDB and numpy, which let the
-importing thread run. With one (``docker run --cpus 1``, as the Docker MCP Gateway runs a
-server), nothing overlaps: a load started early only delays the answer to ``initialize``, so
-the server starts it once that answer is out (``start_early`` says which).
+With two or more CPUs a server starts the load before importing the MCP SDK, which then
+overlaps it (DuckDB and numpy release the GIL). With one (as the Docker MCP Gateway runs a
+server) an early load only delays ``initialize``, so it starts after that answer.
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ class BackgroundWarmUp:
         return warm_up
 
     def start(self) -> BackgroundWarmUp:
-        """Start loading, once, however often this is called (a server calls it after every
-        answer)."""
+        """Start loading, once, however often this is called."""
         if self._started.acquire(blocking=False):
             threading.Thread(target=self._run, name="warm-up", daemon=True).start()
         return self
@@ -48,8 +44,7 @@ class BackgroundWarmUp:
         return self
 
     def wait(self) -> BaseException | None:
-        """Wait for the load to end (starting it, if nothing has); the error it raised, if it
-        failed."""
+        """Wait for the load to end (starting it if need be); the error it raised, if any."""
         self.start()
         self.done.wait()
         return self.error
