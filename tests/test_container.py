@@ -100,6 +100,22 @@ def image_exists(reference: str) -> bool:
     return docker_cli("image", "inspect", reference, check=False).returncode == 0
 
 
+def dangling_images() -> set[str]:
+    listed = docker_cli("images", "--quiet", "--no-trunc", "--filter", "dangling=true", check=False)
+    return set(listed.stdout.split())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_images_left_behind() -> Iterator[None]:
+    """The builds' untagged stage images go with the tests that made them (the images the
+    tests tag are removed by the tests themselves)."""
+    before = dangling_images()
+    yield
+    made = sorted(dangling_images() - before)
+    if made:
+        docker_cli("rmi", "--force", *made, check=False)
+
+
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """duckdb-vectors installed from its wheel into a folder of its own (no checkout)."""
