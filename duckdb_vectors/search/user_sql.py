@@ -37,7 +37,7 @@ _parser_lock = threading.Lock()
 @cache
 def _parser() -> duckdb.DuckDBPyConnection:
     """Parsing only: a private in-memory database, so no user fragment ever meets the index
-    file. Opened on first use (~0.05 s): most searches carry no fragment."""
+    file. Opened on first use: most searches carry no fragment."""
     return duckdb.connect(":memory:", config={"enable_external_access": False})
 
 
