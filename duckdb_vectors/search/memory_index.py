@@ -307,20 +307,27 @@ def _fill_in_key_order(
     changed chunk is a new row), so DuckDB streams the column unsorted; if some writer left it
     otherwise, it is read again sorted."""
     for order in ("", " ORDER BY key"):
-        start = 0
-        for batch in numpy_batches(
-            connection.sql(f"SELECT key, {vector_column} FROM {table}{order}")
+        if _fill_matrix(
+            connection, f"SELECT key, {vector_column} FROM {table}{order}", keys, matrix
         ):
-            batch_keys, vectors = batch.values()
-            end = start + len(batch_keys)
-            if not np.array_equal(batch_keys, keys[start:end]):
-                break
-            matrix[start:end] = vectors
-            start = end
-        else:
-            if start == len(keys):
-                return True
+            return True
     return False
+
+
+def _fill_matrix(
+    connection: duckdb.DuckDBPyConnection, query: str, keys: np.ndarray, matrix: np.ndarray
+) -> bool:
+    """Copy ``query``'s vectors (its second column) into ``matrix``; False if its keys are not
+    ``keys``."""
+    start = 0
+    for batch in numpy_batches(connection.sql(query)):
+        batch_keys, vectors = batch.values()
+        end = start + len(batch_keys)
+        if not np.array_equal(batch_keys, keys[start:end]):
+            return False
+        matrix[start:end] = vectors
+        start = end
+    return start == len(keys)
 
 
 def _release_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
