@@ -1,6 +1,5 @@
-"""The ``chunks`` table, owned here as ``documents.py`` owns ``documents``: its columns, its DDL,
-the one encoder (chunks to rows) and the one decoder (rows to chunks), and the statements that
-read and change it by id, key or source.
+"""The ``chunks`` table: its columns, its DDL, the one encoder (chunks to rows) and decoder
+(rows to chunks), and the statements that read and change it.
 
 Adding a column means one ``Column`` here, its value in ``encode``, a migration in ``schema``,
 and, if callers should see it, the field of the same name on ``models.Chunk``.
@@ -37,17 +36,13 @@ from .terms import index_words, word_forms
 
 @dataclass(frozen=True)
 class Column:
-    """One column of ``chunks``.
+    """One column of ``chunks``, read back into the ``Chunk`` field of the same name.
 
-    Attributes:
-        name: the column name; a ``Chunk`` field of the same name is read back from it.
-        sql_type: its DuckDB type (``{dimension}`` is the embedding width).
-        constraint: ``NOT NULL``, ``PRIMARY KEY`` or nothing.
-        outside_etag: the etag (a hash of title and text) does not cover it, so it is rewritten
-            for a chunk whose etag is unchanged and is part of the index's content hash.
-        read_as: the SQL it is read back with, when that is not just its name.
-        derived: written by this module from the other columns, never read into a ``Chunk``
-            nor offered to a user's ``where``.
+    ``sql_type`` may hold ``{dimension}`` (the embedding width). ``outside_etag``: the etag (a
+    hash of title and text) does not cover it, so it is rewritten for a chunk whose etag is
+    unchanged and is part of the content hash. ``read_as``: the SQL it is read back with, if
+    not its name. ``derived``: computed here, never read into a ``Chunk`` nor offered to a
+    user's ``where``.
     """
 
     name: str
@@ -61,8 +56,8 @@ class Column:
         return f"{self.name} {self.sql_type.format(dimension=int(dimension))} {self.constraint}"
 
 
-# In table order. Most chunks have no metadata: read back as NULL, it skips a json.loads per
-# hit; a timestamp read as epoch microseconds is a plain integer column for numpy.
+# In table order. Empty metadata reads back as NULL (no json.loads per hit); a timestamp as
+# epoch microseconds, a plain integer column for numpy.
 COLUMNS: tuple[Column, ...] = (
     Column("key", "BIGINT", "NOT NULL"),
     Column("chunk_id", "VARCHAR", "PRIMARY KEY"),
@@ -77,8 +72,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("stamped_at", "TIMESTAMPTZ", "NOT NULL", read_as="epoch_us(stamped_at)"),
     Column("token_count", "INTEGER", "NOT NULL"),
     Column("embedding", "FLOAT[{dimension}]", "NOT NULL"),
-    # The chunk's part of the index's content hash (``content_statistics``), kept with it so the
-    # hash is one XOR over this column after a write, not an md5 of every row.
+    # The chunk's part of the content hash (``content_statistics``).
     Column("content_digest", "UHUGEINT", "NOT NULL", derived=True),
 )
 _BY_NAME = {column.name: column for column in COLUMNS}
@@ -151,19 +145,10 @@ def _written(name: str, values: list[Any]) -> Sequence[Any] | np.ndarray:
 
 @dataclass(frozen=True)
 class TokenColumns:
-    """Chunks' BM25 terms, as ``postings.insert`` takes them: each distinct word of the batch
-    once, and each chunk's words as numbers into that list.
-
-    Attributes:
-        counts: each chunk's word count (its term count).
-        word_numbers: every chunk's words (``terms.index_words``), one after the other, each
-            as its place in ``words``.
-        words: the batch's distinct words, in the order first seen.
-        terms: each of ``words``' term (``terms.word_forms``).
-
-    A word's term and term id are worked out once per distinct word of the batch, not once
-    per occurrence.
-    """
+    """Chunks' BM25 terms, worked out once per distinct word of the batch: each chunk's word
+    count (``counts``), every chunk's words (``terms.index_words``) one after the other as
+    places in ``words`` (``word_numbers``), the batch's distinct words in the order first seen,
+    and each one's term (``terms.word_forms``)."""
 
     counts: np.ndarray
     word_numbers: np.ndarray
@@ -448,8 +433,7 @@ def embeddings_by_etag(
     """A stored vector for each of ``etags`` the index holds (any chunk with that etag)."""
     if embedding_dimension(connection) is None:
         return {}
-    # fetchnumpy: each vector arrives as a float32 array, not a list of Python floats (which
-    # made this lookup a sixth of re-indexing a folder of near-copies).
+    # fetchnumpy: each vector arrives as a float32 array, not a list of Python floats.
     found = connection.execute(
         "SELECT DISTINCT ON (etag) etag, embedding FROM chunks"
         " WHERE etag IN (SELECT unnest($1::VARCHAR[]))",
@@ -542,12 +526,9 @@ def by_source(
 
 def content_statistics(connection: duckdb.DuckDBPyConnection) -> tuple[int, str]:
     """The chunk count and a content hash that depends only on what the chunks hold: ids,
-    etags, and what the etags do not cover. Write times are left out, so indexing the same
-    documents twice gives the same hash.
-
-    The chunks' digests are combined with XOR, which needs no order (chunk ids are unique, so
-    no two rows cancel out) and reads one column: hashing every row in chunk-id order took
-    1.0-1.2 s after each write at a million chunks, a one-chunk append too.
+    etags, and what the etags do not cover (not write times, so indexing the same documents
+    twice gives the same hash). The stored digests are combined with XOR: no order needed, and
+    no two rows cancel out, as chunk ids are unique.
     """
     row = first_row(connection, "SELECT count(*), bit_xor(content_digest) FROM chunks")
     count, combined = (int(row[0]), row[1]) if row else (0, None)
@@ -557,8 +538,7 @@ def content_statistics(connection: duckdb.DuckDBPyConnection) -> tuple[int, str]
 
 
 def add_content_digest(connection: duckdb.DuckDBPyConnection) -> None:
-    """Give a table made before schema version 6 its ``content_digest`` column, filled in (a
-    table made since has it)."""
+    """Schema 6: give the table its ``content_digest`` column, filled in."""
     if column_type(connection, "chunks", "content_digest"):
         return
     # Every ALTER before the UPDATE: DuckDB cannot rebuild the primary key's index for an ALTER
@@ -569,10 +549,9 @@ def add_content_digest(connection: duckdb.DuckDBPyConnection) -> None:
 
 
 def _content_digest(own: str = "", changed: str = "") -> str:
-    """SQL for a chunk's ``content_digest``: the md5 of its id, its etag and the columns the
-    etag does not cover, read as ``{own}chunk_id``, ``{own}etag`` and ``{changed}<column>``.
-    Each column is cast to its type first, so a row about to be written hashes as it will
-    read back."""
+    """SQL for a chunk's ``content_digest``: the md5 of ``{own}chunk_id``, ``{own}etag`` and
+    ``{changed}<column>`` of each column outside the etag, each cast to its type first so that
+    a row about to be written hashes as it will read back."""
     parts = ", ".join(
         f"coalesce(CAST(CAST({changed}{c.name} AS {c.sql_type}) AS VARCHAR), '')"
         for c in COLUMNS

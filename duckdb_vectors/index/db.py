@@ -26,13 +26,16 @@ CONNECTION_CONFIG = {
     "autoload_known_extensions": False,
     # Decides the format of a file DuckDB creates (a file keeps the one it was created with).
     "storage_compatibility_version": f"v{OLDEST_DUCKDB}",
-    # A commit checkpoints once the WAL passes this. At DuckDB's default (16 MB), each of ten
-    # ``put_vectors`` of 10,000 chunks of 200 words checkpointed, and the ten commits took
-    # 7.5-10 s of a 29-33 s write; here they take 1-2 s, and the one checkpoint at ``close``
-    # 2.3 s. The cost: up to this much WAL to replay after a crash, and as much committed data
-    # held in memory until the checkpoint. ``VectorStore.close`` checkpoints, leaving no WAL.
+    # A commit checkpoints once the WAL passes this: at DuckDB's default (16 MB) nearly every
+    # large commit did. The cost: up to this much WAL to replay after a crash, and held in
+    # memory until the checkpoint. ``VectorStore.close`` checkpoints, leaving no WAL.
     "checkpoint_threshold": "256MB",
 }
+
+# DuckDB's float codecs, off (the embedding column is the only float column): past a full row
+# group, ALPRD stores vectors in more blocks than raw floats, which also read faster (see
+# docs/performance.md). A file keeps the blocks it has; what is written from now on is raw.
+FLOAT_CODECS = "alp,alprd,chimp,patas"
 
 
 def connect(path: Path, read_only: bool, shown_as: Path | None = None) -> duckdb.DuckDBPyConnection:
@@ -62,24 +65,9 @@ def connect(path: Path, read_only: bool, shown_as: Path | None = None) -> duckdb
         ) from None
     except duckdb.Error as error:
         raise NotAnIndexError(f"{name} is not a DuckDB index file: {first_line(error)}") from None
-    return with_floats_uncompressed(without_progress_bar(connection))
-
-
-# DuckDB's float codecs, off for the files this library writes; the embedding column is the only
-# float column. On FLOAT[256] columns DuckDB picks ALPRD, which past a full row group (122,880
-# rows) stores a vector column in 59% more blocks than the raw floats: at 1M chunks 1,551 MiB
-# against 977, whether the embeddings are a model's or random. Below that it saves 6-14%. Raw
-# floats also read 20-40% faster (the start-up of a 1M index: 2.0-2.4 s against 2.7-2.9) and
-# cost a checkpoint less (put_vectors of 100k chunks: about 1 s of 5 at close). A file keeps the
-# blocks it has; what is written from now on is raw.
-FLOAT_CODECS = "alp,alprd,chimp,patas"
-
-
-def with_floats_uncompressed(connection: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """``connection``, told to write float columns raw (``FLOAT_CODECS`` says why). A ``SET``:
-    as a ``duckdb.connect`` config the option is accepted and has no effect (DuckDB 2.0.1)."""
+    # A SET: as a ``duckdb.connect`` config the option is accepted and has no effect.
     connection.execute(f"SET disabled_compression_methods = '{FLOAT_CODECS}'")
-    return connection
+    return without_progress_bar(connection)
 
 
 def without_progress_bar(connection: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -176,9 +164,9 @@ _thread_reservations_lock = threading.Lock()
 def threads_reserved(connection: duckdb.DuckDBPyConnection, reserved: int) -> Iterator[None]:
     """Run DuckDB on ``reserved`` fewer threads for a moment, then restore its setting.
 
-    For work running beside DuckDB in this process (the embedding thread): when both want
-    every core they preempt each other; measured on 2 cores, an index run is 5% faster.
-    Changing the setting restarts DuckDB's worker threads (1-5 ms), so only long writes use it.
+    For work running beside DuckDB in this process (the embedding thread), so the two do not
+    preempt each other. Changing the setting restarts DuckDB's worker threads, so only long
+    writes use it.
     """
     database = _database_key(connection)
     with _thread_reservations_lock:
@@ -208,8 +196,8 @@ _BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2*
 @contextmanager
 def memory_limited(connection: duckdb.DuckDBPyConnection, limit_bytes: int) -> Iterator[None]:
     """Hold DuckDB's memory limit (a setting of the database instance) at ``limit_bytes`` at
-    most for a moment, then restore it; a lower limit stays (DuckDB takes 80% of the memory it
-    sees, a container's included). Above the limit DuckDB evicts cached blocks and spills."""
+    most for a moment, then restore it; a lower limit stays. Above the limit DuckDB evicts
+    cached blocks and spills."""
     previous = scalar(connection, "SELECT current_setting('memory_limit')")
     number, unit = previous.split()
     if float(number) * _BINARY_UNITS[unit] <= limit_bytes:
@@ -220,15 +208,16 @@ def memory_limited(connection: duckdb.DuckDBPyConnection, limit_bytes: int) -> I
         yield
     finally:
         # After the transaction it guarded: an aborted one refuses SET until its ROLLBACK.
+        # DuckDB's default is restored exactly: the string shown is rounded, and setting it
+        # back would lower the limit a little each time.
         with suppress(duckdb.Error):
-            _restore_memory_limit(connection, previous)
+            connection.execute("RESET memory_limit")
+            if scalar(connection, "SELECT current_setting('memory_limit')") != previous:
+                connection.execute("SET memory_limit = $1", [previous])
 
 
-# DuckDB's buffer pool while a scan streams data that is used once: the vectors a snapshot
-# copies, or a one-shot vector ranking. Caching a gigabyte of scanned blocks costs more than
-# it saves: at 1M chunks a cold SQL vector ranking took 0.45-0.50 s and the process peaked at
-# 116 MB with this, against 0.83-0.89 s and 1,118 MB with DuckDB's default (80% of RAM).
-# 16 MB against 64 for a snapshot: a 100k-chunk reader holds 50 MB less, and loads as fast.
+# DuckDB's buffer pool while a scan streams data that is used once (the vectors a snapshot
+# copies, a one-shot vector ranking): caching those blocks costs more than it saves.
 SCAN_MEMORY_LIMIT = 16 << 20
 
 
@@ -238,27 +227,17 @@ def scan_buffer_pool(connection: duckdb.DuckDBPyConnection) -> AbstractContextMa
 
 
 def evict_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
-    """Let DuckDB hand back every block it holds cached and nothing uses, by lowering its limit
-    below them for a moment. After a snapshot's load that is the last 16 MB the scans' pool
-    kept (``scan_buffer_pool``): 4% of a reader's memory at 100k chunks. Only outside a
-    transaction: DuckDB refuses the lower limit while a query pins more, and a refusal inside
-    one would abort it. The cache is an optimisation, so a refusal is let go."""
+    """Let DuckDB hand back every cached block nothing uses, by lowering its limit below them
+    for a moment. Only outside a transaction: DuckDB refuses the lower limit while a query pins
+    more, and a refusal inside one would abort it. A refusal is let go (the cache is an
+    optimisation)."""
     with suppress(duckdb.Error), memory_limited(connection, _EVICT_LIMIT):
         pass
 
 
-# Below one block of a table (256 KB), so DuckDB evicts every one it can to go under it, and
-# above the few KB a statement allocates, so one that runs meanwhile is not refused (at 0 the
-# next statement failed for memory).
+# Below one block of a table (256 KB), so DuckDB evicts every one it can, and above the few KB a
+# statement allocates, so one that runs meanwhile is not refused.
 _EVICT_LIMIT = 64 << 10
-
-
-def _restore_memory_limit(connection: duckdb.DuckDBPyConnection, shown: str) -> None:
-    """Back to the limit DuckDB showed as ``shown``: its default exactly (the string is
-    rounded, and setting it back would lower the limit a little each time), else ``shown``."""
-    connection.execute("RESET memory_limit")
-    if scalar(connection, "SELECT current_setting('memory_limit')") != shown:
-        connection.execute("SET memory_limit = $1", [shown])
 
 
 def _database_key(connection: duckdb.DuckDBPyConnection) -> str:
@@ -290,13 +269,11 @@ def column(values: Sequence[Any], dtype: str | None = None) -> np.ndarray:
 def registered(
     connection: duckdb.DuckDBPyConnection, name: str, table: dict[str, np.ndarray]
 ) -> Iterator[None]:
-    """Make a dict of equal-length numpy columns queryable as ``name`` for a moment; the
-    object columns' values are dropped afterwards.
+    """Make a dict of equal-length numpy columns queryable as ``name`` for a moment.
 
-    DuckDB scans numpy arrays in place, which keeps bulk inserts fast without pyarrow. Inside
-    a transaction it keeps what was registered referenced until the commit, unregistered or
-    not: an index run held every batch's texts and vectors that way (2.6 GB at a million
-    chunks), so the columns are emptied of them once the statements have copied them.
+    Inside a transaction DuckDB keeps what was registered referenced until the commit,
+    unregistered or not, so the object columns are emptied once the statements have copied
+    them.
     """
     connection.register(name, table)
     try:
@@ -314,11 +291,8 @@ def registered(
 
 
 class _ArrowBatch:
-    """Columns as one Arrow record batch for DuckDB to scan, until ``release``.
-
-    DuckDB reads the schema of what is registered, then scans it, asking for a stream each
-    time; and it keeps the registered object referenced until the transaction ends, so the
-    batch is dropped from here once the statements have copied it.
+    """Columns as one Arrow record batch for DuckDB to scan (a new stream each time it asks),
+    until ``release`` drops it: DuckDB keeps the registered object until the transaction ends.
     """
 
     def __init__(self, columns: dict[str, Sequence[Any] | np.ndarray]) -> None:
@@ -366,9 +340,8 @@ def registered_arrow(
     """Make columns queryable as ``name`` for a moment, as one Arrow batch (see
     ``_arrow_array`` for what a column may be); nothing of them is held afterwards.
 
-    For bulk inserts: DuckDB scans Arrow buffers in parallel and without touching Python
-    objects, where a numpy column of per-row vectors (``registered``) is read object by
-    object: inserting 100,000 256-float vectors took 1.3 s this way against 4.7 s.
+    For bulk inserts: DuckDB scans Arrow buffers without touching Python objects, where a
+    numpy column of per-row vectors (``registered``) is read object by object.
     """
     batch = _ArrowBatch(columns)
     connection.register(name, batch)
@@ -385,12 +358,9 @@ def registered_arrow(
 def objects_typed_by_first_value(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Let DuckDB type each registered object column by its first non-null value, for a moment.
 
-    By default it samples up to 1,000 values of every object column, at registration and again
-    at every scan, to infer a type; for a column of vectors that means asking numpy for each
-    array's dtype, a third of the time of writing a batch of chunks. The columns ``column``
-    builds hold one Python type each (or None), so one value decides it. Wrap a whole
-    transaction in it: the setting is put back after the COMMIT or ROLLBACK, because a
-    transaction a failed statement aborted refuses SET until then.
+    By default it samples up to 1,000 values of every object column at every scan; the columns
+    ``column`` builds hold one Python type each (or None), so one value decides. Wrap a whole
+    transaction in it: an aborted transaction refuses SET until its COMMIT or ROLLBACK.
     """
     previous = scalar(connection, "SELECT current_setting('pandas_analyze_sample')")
     connection.execute("SET pandas_analyze_sample = 1")
@@ -414,13 +384,10 @@ _ARROW_DTYPES = {
 
 
 def numpy_batches(relation: duckdb.DuckDBPyRelation) -> Iterator[dict[str, np.ndarray]]:
-    """A query's rows in DuckDB's Arrow batches (122,880 rows), each column a numpy view of
-    the batch's buffer; ``FLOAT[d]`` columns come as ``(rows, d)`` matrices.
-
-    ``fetchnumpy`` hands over an ARRAY column as one small array per row (4.9 s for a million
-    256-float vectors, against 1.0 s this way), and fetches everything at once. nanoarrow reads
-    the Arrow stream DuckDB exports without pyarrow's 100 MB. The columns must be NOT NULL, and
-    a view is only valid until the next batch is read: copy what is kept.
+    """A query's rows in DuckDB's Arrow batches, each column a numpy view of the batch's
+    buffer; ``FLOAT[d]`` columns come as ``(rows, d)`` matrices (``fetchnumpy`` would hand
+    over one small array per row, all at once). The columns must be NOT NULL, and a view is
+    only valid until the next batch is read: copy what is kept.
     """
     names = relation.columns
     for batch in nanoarrow.c_array_stream(relation):

@@ -1,5 +1,4 @@
-"""The ``documents`` table: one row per indexed file, owned here as ``manifest.py`` owns the
-manifest.
+"""The ``documents`` table: one row per indexed file.
 
 A row records the file's content hash and the chunker settings it was cut with, so an
 unchanged file is skipped without being read into chunks again. A row whose chunks are not all
@@ -30,8 +29,7 @@ class Document:
 
 
 def create(connection: duckdb.DuckDBPyConnection) -> None:
-    """Schema 2: one row per indexed file; an unchanged file (same bytes, same chunker
-    settings) is skipped without being read into chunks again."""
+    """Schema 2: the table."""
     connection.execute(
         "CREATE TABLE IF NOT EXISTS documents ("
         " source VARCHAR PRIMARY KEY, content_hash VARCHAR NOT NULL, chunker VARCHAR NOT NULL,"

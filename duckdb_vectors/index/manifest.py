@@ -1,9 +1,6 @@
-"""The manifest: what built an index, recorded inside the index file itself.
-
-It names the embedding backend, a content hash of the model files, the vector dimension, the
-tokenizer, the DuckDB and package versions, the chunk count, a content hash over all chunks
-and the build time. It is written in the same transaction as every change to the chunks, so it
-always describes the file's content, and it can be read without loading any model.
+"""The manifest: what built an index, and a fingerprint of what it holds, inside the index file.
+It is written in the same transaction as every change to the chunks, so it always describes
+the file's content, and it can be read without loading any model.
 """
 
 from __future__ import annotations

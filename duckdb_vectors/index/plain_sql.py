@@ -1,36 +1,16 @@
-"""An index as plain DuckDB sees it: a view of the chunks and BM25 search as a table macro.
+"""An index as plain DuckDB sees it: ``chunk_view`` (the chunks) and ``search_text`` (BM25 as a
+table macro), stored in the file (made by a migration, refreshed by writes) so that a frozen,
+read-only index has them (docs/plain-duckdb.md). ``chunk_view``'s columns are a contract
+(``view_columns``): later releases add columns at the end, never rename or drop one.
 
-Anyone with a DuckDB client and no duckdb_vectors (the ``duckdb`` CLI, an agent with a shell)
-can open an index file read-only and run::
-
-    FROM search_text('variant extract', k := 8);
-    FROM chunk_view WHERE source LIKE 'sql/%';
-
-Both live in the file (created by a migration and refreshed by writes), so a frozen, read-only
-index has them. ``chunk_view``'s columns are a contract (see ``VIEW_COLUMNS``): later releases
-add columns at the end, never rename or drop one.
-
-``search_text`` ranks as ``VectorStore.query_text`` does (BM25 over the same postings, the same
-k1, b, idf and title weight, ties by the order chunks were written), and must turn the query into
-the same terms in SQL. Its tokens are the one other implementation of ``tokenizer``'s rule,
-held equal to it by tests/test_properties.py (and its rankings to the SDK's by
-tests/test_plain_sql.py):
-
-- **Words**: the tokenizer's word pattern (letters, digits, marks, ``_``, joined by single
-  ``.``, ``-`` or ``'``; a compound also as its parts), over the query normalised to NFC,
-  lower-cased and case-folded. Python normalises to NFKC, which DuckDB cannot: text with
-  compatibility characters (ligatures, full-width or circled letters, superscripts) may differ.
-  Scripts the tokenizer splits into n-grams (Chinese, Japanese, Thai, ...; Hangul particles)
-  are not split so in SQL: the macro is for space-separated scripts.
-- **Question words** are left out unless nothing else remains, from the same list.
-- **Word forms**: DuckDB has no Snowball stemmer without the ``fts`` extension, which a reader
-  offline cannot install. A word's term is therefore looked up in ``word_forms``, which holds
-  every word of the indexed text whose term differs from it (about a third of a docs
-  vocabulary); any other word is its own term. A query word the index never contained, whose
-  stem differs from it and is an indexed term (``indexes`` when only ``index`` and ``indexing``
-  occur), is missed where the SDK's stemmer finds it: exact parity for every word the index
-  holds, with no stemmer in SQL. (A Snowball stemmer written in SQL would cover English alone,
-  and not the Cyrillic, Greek, Arabic and Armenian words an index stems by their script.)
+``search_text`` ranks as ``VectorStore.query_text`` does (the same postings, k1, b, idf, title
+weight and order of ties) and must turn the query into the same terms in SQL: its tokens are
+the one other implementation of ``tokenizer``'s rule, held equal to it by
+tests/test_properties.py (and its rankings to the SDK's by tests/test_plain_sql.py). It
+normalises to NFC (DuckDB has no NFKC) and does not split the scripts the tokenizer cuts into
+n-grams. Having no stemmer (``fts`` would need a download), it looks each word's term up in
+``word_forms`` and takes any other word as its own term, so only a query word the index never
+contained can read differently.
 """
 
 from __future__ import annotations
@@ -96,8 +76,8 @@ def _case_folded(expression: str) -> str:
 def case_folds(last: int = 0xFFFF) -> tuple[dict[str, str], dict[str, str]]:
     """The lower-case characters up to ``last`` whose case folding differs (ß, final sigma,
     Cherokee, ...): those folded to one character, and the others. Every one is in the Basic
-    Multilingual Plane (a test scans all of Unicode: 2 s). Blocks are compared whole first, in
-    C; only the few that differ are read character by character."""
+    Multilingual Plane (a test checks all of Unicode). Blocks are compared whole first; only
+    the few that differ are read character by character."""
     single: dict[str, str] = {}
     multiple: dict[str, str] = {}
     for start in range(0, last + 1, _BLOCK):
@@ -115,9 +95,9 @@ _BLOCK = 4096  # code points
 
 
 # The tokenizer's words (``tokenizer._TOKEN``'s): word characters joined by single joiners. RE2
-# compiles that pattern, a Unicode class twice under a repetition, in 25 ms, on every query; so
-# the macro takes runs of word characters and joiners (one class: 2 ms) and cuts each where
-# joiners meet and off its ends, which leaves the same words.
+# compiles that pattern (a Unicode class twice under a repetition) slowly, on every query; so the
+# macro takes runs of word characters and joiners and cuts each where joiners meet and off its
+# ends, which leaves the same words.
 _RUN = r"[\p{L}\p{N}\p{M}_.\-']+"
 _JOINER = r"[.\-']"
 _JOINERS = ".-'"
@@ -137,19 +117,15 @@ def _query_words(query: str) -> str:
 
 
 def macro_statements(slice_keys: list[str]) -> list[str]:
-    """The macros, each a ``CREATE OR REPLACE MACRO`` statement.
+    """The macros, each a ``CREATE OR REPLACE MACRO`` statement: ``search_text(query, k := 10,
+    slice := NULL)``, the ``k`` best chunks by BM25 as ``chunk_view`` rows with their ``score``
+    (``slice``, a struct, keeps chunks whose metadata holds those values), and its helpers
+    ``search_text_tokens(query)`` and ``search_text_terms(query)``.
 
-    ``search_text(query, k := 10, slice := NULL)``: the ``k`` best chunks for ``query`` by
-    BM25, best first, as ``chunk_view`` rows with their ``score``; ``slice`` (a struct such as
-    ``{'version': '2.0'}``) keeps chunks whose metadata holds those values, as the SDK's filter
-    does. Its helpers: ``search_text_tokens(query)``, the query's tokens, and
-    ``search_text_terms(query)``, the terms it looks up.
-
-    No macro has a WITH clause: DuckDB 1.4.0 cannot bind the CTEs of a macro that DuckDB 2
-    stored (1.4.4 can), so what would be a CTE is a helper macro or a subquery. Parameters
-    stand for their values wherever their names appear: no column is named ``query``, ``k``
-    or ``slice``. Each chunk's terms are summed in one order, so that chunks that score the
-    same score the same to the last bit and tie, ordered by key as the SDK orders ties.
+    No macro has a WITH clause: DuckDB 1.4.0 cannot bind the CTEs of a macro DuckDB 2 stored.
+    Parameters stand for their values wherever their names appear, so no column is named
+    ``query``, ``k`` or ``slice``. Each chunk's terms are summed in one order, so that equal
+    scores are equal to the last bit and tie, ordered by key as the SDK orders ties.
     """
     question_words = ", ".join(_string(word) for word in sorted(QUESTION_WORDS))
     content = f"token NOT IN ({question_words})"

@@ -1,16 +1,11 @@
-"""The BM25 postings, owned here: how chunks' tokens become rows, and the two ways they are
-read back (by term, in SQL; whole and in term order, for the in-memory index).
+"""The BM25 postings (tables ``terms``, ``postings``, ``word_forms``): how chunks' tokens become
+rows, and the two ways they are read back (by term, in SQL; whole and in term order, for the
+in-memory index).
 
-Since schema 4, ``terms(term_id, term)`` names each distinct token once and ``postings(term_id,
-key, tf)`` holds one row per chunk and term. The in-memory index needs the postings grouped by
-term, and DuckDB sorts by an integer several times faster than by the term string (schema 3's
-``postings(term, key, tf)``).
-
-Schema 8 also kept each term's MD5 in ``terms`` (``digest_high``, ``digest_low``); schema 9
-drops them again: the in-memory index finds terms by their strings.
-
-A file of an older schema opened read-only keeps its layout; ``Layout.of`` reads it through the
-same relations, so every query here is written once.
+``terms(term_id, term)`` names each distinct term once and ``postings(term_id, key, tf)`` holds
+one row per chunk and term, kept mostly in term order (an integer sorts faster than a string).
+A file of schema 3 (``postings(term, key, tf)``) opened read-only keeps its layout; ``Layout.of``
+reads it through the same relations, so every query here is written once.
 """
 
 from __future__ import annotations
@@ -51,11 +46,7 @@ class Layout:
 
     def of_terms(self, terms: str) -> str:
         """``(term_id, key, tf)`` of the terms in ``terms``, a SQL list (e.g. ``$1::VARCHAR[]``).
-
-        The terms' ids are looked up first and the postings filtered by id: stored in term
-        order, DuckDB then reads only their row groups, where joining all postings to their
-        terms and filtering by the term string read all of them.
-        """
+        Filtered by id, so DuckDB reads only the row groups of those terms."""
         return (
             f"(SELECT term_id, key, tf FROM {self.postings} WHERE term_id IN"
             f" (SELECT term_id FROM {self.terms} WHERE term IN (SELECT unnest({terms}))))"
@@ -73,8 +64,8 @@ def create_by_term(connection: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-# The tables as schema 4 made them. Files migrated before these were declared made them with
-# CREATE TABLE AS: the same columns and types, without NOT NULL, which nothing relies on.
+# The tables as schema 4 made them (older migrations made them without NOT NULL, which nothing
+# relies on).
 TERMS_COLUMNS = "term_id INTEGER NOT NULL, term VARCHAR NOT NULL"
 POSTINGS_COLUMNS = "term_id INTEGER NOT NULL, key BIGINT NOT NULL, tf INTEGER NOT NULL"
 
@@ -96,31 +87,24 @@ def create(connection: duckdb.DuckDBPyConnection) -> None:
 
 
 def drop_term_digests(connection: duckdb.DuckDBPyConnection) -> None:
-    """Schema 9: drop the terms' digests a file of schema 8 holds (none since: terms are
-    found by their strings, which the index holds anyway)."""
+    """Schema 9: drop the terms' digests a file of schema 8 holds."""
     for column in ("digest_high", "digest_low"):
         connection.execute(f"ALTER TABLE terms DROP COLUMN IF EXISTS {column}")
 
 
-# The most postings a ``Run`` holds back (16 bytes each: 128 MB), about 200,000 chunks of
-# 40 tokens; a longer write inserts them batch by batch and is compacted as before.
+# The most postings a ``Run`` holds back (16 bytes each: 128 MB).
 RUN_LIMIT = 8 << 20
 _NAMES = ("term_id", "key", "tf")
 
 
 class Run:
     """Postings held back during a write into an index that was empty when it began, and
-    inserted as one run in term order when it ends.
+    inserted as one run in term order when it ends, so that ``compact_if_unordered`` need not
+    rewrite them. It relies on what such a write relies on (``writes.plan_batch``'s
+    ``known_new``): nothing else changes the index until the write ends.
 
-    Batch by batch, each batch's postings would be in order but the table not, and
-    ``compact_if_unordered`` would then rewrite all of them. It relies on what such a write
-    relies on (see ``writes.plan_batch``'s ``known_new``): nothing else changes the index
-    until the write ends.
-
-    A write of more than ``RUN_LIMIT`` postings is compacted after its commit anyway: what is
-    held then goes in as it is, batch by batch, and nothing more is held, rather than being
-    merged into sorted runs (a sort, and up to three copies of the run while it sorts) that the
-    compaction rewrites again.
+    Past ``RUN_LIMIT`` postings the write is compacted after its commit anyway: what is held
+    goes in as it is, and the rest batch by batch.
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection) -> None:
@@ -184,13 +168,9 @@ def insert(
     term_ids: np.ndarray,
     run: Run | None = None,
 ) -> None:
-    """Count the postings of one (key, term id) pair per token and insert them (or hand them
-    to ``run``).
-
-    The postings go in sorted: a write of one batch (``put_vectors``) then needs no compaction,
-    and sorted postings compress well. numpy counts and sorts the pairs (``_counted``), several
-    times faster than DuckDB's GROUP BY and ORDER BY over nearly one group per posting.
-    """
+    """Count the postings of one (key, term id) pair per token and insert them sorted (or hand
+    them to ``run``): a one-batch write then needs no compaction. numpy counts and sorts them,
+    faster than DuckDB's GROUP BY over nearly one group per posting."""
     counted = _counted(term_ids, keys)
     if run is not None:
         run.add(counted)
@@ -199,9 +179,7 @@ def insert(
 
 
 def _insert(connection: duckdb.DuckDBPyConnection, postings: dict[str, np.ndarray]) -> None:
-    # As an Arrow batch that is let go after the INSERT: DuckDB keeps what was registered
-    # referenced until the commit, and numpy columns (``registered``) would then hold every
-    # posting of the write, 16 bytes each.
+    # As an Arrow batch, let go after the INSERT (see ``registered_arrow``).
     if len(postings["key"]) == 0:  # chunks without a token (nanoarrow makes no empty array)
         return
     with registered_arrow(connection, "new_postings", postings):
@@ -215,7 +193,6 @@ def _counted(term_ids: np.ndarray, keys: np.ndarray) -> dict[str, np.ndarray]:
         return {"term_id": empty, "key": np.empty(0, dtype=np.int64), "tf": empty}
     first_key = int(keys.min())
     pairs = _pairs(term_ids, keys - first_key)
-    # Integers sort to the same array with any sort, so numpy's default, the fastest.
     pairs.sort()
     starts = np.flatnonzero(np.diff(pairs, prepend=-1))
     distinct = pairs[starts]
@@ -234,10 +211,9 @@ def _pairs(term_ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 # -- word forms ------------------------------------------------------------------------------
 #
-# Since schema 7, ``word_forms(word, term)`` holds every word of the indexed text whose term is not
-# the word itself (``terms``: its Snowball stem), so that SQL, which has no stemmer, can turn a
-# query's words into terms (``plain_sql``). A word's term depends only on the index's language, so
-# a row stays right after the chunks holding the word are gone; only re-tokenizing clears them.
+# ``word_forms(word, term)`` holds every indexed word whose term is not the word itself, so that
+# SQL, which has no stemmer, can turn a query's words into terms (``plain_sql``). A word's term
+# depends only on the index's language, so a row stays right after its chunks are gone.
 
 
 def create_word_forms(connection: duckdb.DuckDBPyConnection) -> None:
@@ -271,9 +247,8 @@ def clear(connection: duckdb.DuckDBPyConnection) -> None:
 def compact_if_unordered(connection: duckdb.DuckDBPyConnection) -> None:
     """Rewrite the postings in term order when more than half of them came after the first
     one out of order (rows appended since the last rewrite), and drop terms no chunk has any
-    more. Storage order is what the in-memory index reads, sorting each batch that is out of
-    order; half bounds that work, and the rewrites cost each posting about 2 more (at an
-    eighth, 8 more)."""
+    more. The in-memory index reads them in storage order and sorts each batch out of order:
+    half bounds that work, and the cost of rewriting."""
     total, unordered = first_row(
         connection,
         "SELECT count(*), count(*) - coalesce(min(n) FILTER (WHERE term_id < previous) - 1,"

@@ -1,10 +1,7 @@
-"""Bringing an index built with an older tokenizer up to this one.
-
-An index's BM25 postings and token counts are only comparable with query tokens made by the
-same tokenizer, and the manifest names it. Everything a tokenizer reads (each chunk's title and
-text) is stored, so an index from an older tokenizer is re-tokenized, in one transaction, the
-first time it is opened for writing; read-only it is refused with the command that does this.
-Its vectors stay as they are: they do not depend on the tokenizer.
+"""Bringing an index built with an older tokenizer (or for another language) up to this one:
+its postings only match query terms made the same way. Each chunk's title and text are stored,
+so the index is re-tokenized, in one transaction, the first time it is opened for writing;
+read-only it is refused with the command that does this. Its vectors do not depend on it.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ class Migration:
 
 
 def _initial_schema(connection: duckdb.DuckDBPyConnection) -> None:
-    # Until version 3, ``chunks`` was made at the first write (it needs the embedding width).
+    # ``chunks`` was made at the first write until version 3 (it needs the embedding width).
     postings.create_by_term(connection)
     connection.execute(
         "CREATE TABLE IF NOT EXISTS manifest ("
@@ -44,16 +44,11 @@ def _nothing(connection: duckdb.DuckDBPyConnection) -> None:
     pass
 
 
-def _chunks_table(connection: duckdb.DuckDBPyConnection) -> None:
-    # An index that was written to has it already; one that never was gets it empty, so every
-    # reader can count on it (the embedding column follows at the first write).
-    chunk_table.create_empty(connection)
-
-
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "postings and manifest", _initial_schema),
     Migration(2, "documents: one row per indexed file", documents.create),
-    Migration(3, "chunks exists from the start", _chunks_table, readable_without=True),
+    # An index never written to gets ``chunks`` empty, so every reader can count on it.
+    Migration(3, "chunks exists from the start", chunk_table.create_empty, readable_without=True),
     Migration(4, "postings by term id", postings.create, readable_without=True),
     # Writers of this version keep the codes of a quantized index; older ones would not.
     Migration(5, "vector_codes: int8 codes", vector_codes.create_empty, readable_without=True),
@@ -69,8 +64,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         plain_sql.migrate,
         readable_without=True,
     ),
-    # Version 8 added each term's MD5 to ``terms``, for the in-memory index to find terms by;
-    # 9 drops them again, so a file migrated from before 8 never gets them.
+    # 8 added each term's MD5 to ``terms``; 9 drops them, so a file from before 8 never gets them.
     Migration(
         8, "terms.digest_high, terms.digest_low (dropped by 9)", _nothing, readable_without=True
     ),

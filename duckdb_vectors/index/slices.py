@@ -1,15 +1,11 @@
 """Slices: several versions (or languages, products ...) of a document set in one index.
 
-An index run given ``metadata`` (``index --set version=2.0``) stamps those key/value pairs onto
-every chunk it writes; a search filter on them (``{"version": "2.0"}``) selects one slice.
-
-The rule that lets slices share an index: **each slice owns its own source prefix.** Chunk ids
-and the ``documents`` table are keyed by source, and a run prunes every chunk under its prefix
-that it did not write, so two slices under one prefix would overwrite and prune each other.
-A sliced run's prefix therefore defaults to its values (``--set version=2.0`` indexes
-``guide.md`` as ``2.0/guide.md``); a run whose prefix holds chunks of another slice (another
-value for one of its keys, or any slice at all for a run without ``--set``) is refused before it
-writes anything. The manifest records which keys were stamped, and counts each slice's chunks.
+An index run given ``metadata`` (``index --set version=2.0``) stamps it onto every chunk it
+writes; a search filter on it (``{"version": "2.0"}``) selects one slice. **Each slice owns its
+own source prefix**: chunk ids and ``documents`` are keyed by source, and a run prunes every
+chunk under its prefix that it did not write. A sliced run's prefix therefore defaults to its
+values (``guide.md`` as ``2.0/guide.md``), and a run whose prefix holds chunks of another slice
+(or of any slice, for a run without ``--set``) is refused before it writes anything.
 """
 
 from __future__ import annotations
@@ -35,19 +31,14 @@ class SliceCount(BaseModel):
     chunk_count: int
 
 
-def parse_assignment(text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` (as ``--set`` takes it) split at the first ``=``."""
-    key, equals, value = text.partition("=")
-    if not equals or not key.strip() or not value.strip():
-        raise SliceError(f"{text!r} is not KEY=VALUE with a key and a value, e.g. version=2.0")
-    return key.strip(), value.strip()
-
-
 def parse_assignments(texts: Sequence[str]) -> dict[str, str]:
-    """Repeated ``KEY=VALUE`` assignments as one mapping; a key may be given once."""
+    """Repeated ``KEY=VALUE`` assignments (as ``--set`` takes them, split at the first ``=``)
+    as one mapping; a key may be given once."""
     metadata: dict[str, str] = {}
     for text in texts:
-        key, value = parse_assignment(text)
+        key, equals, value = (part.strip() for part in text.partition("="))
+        if not equals or not key or not value:
+            raise SliceError(f"{text!r} is not KEY=VALUE with a key and a value, e.g. version=2.0")
         if key in metadata:
             raise SliceError(f"{key!r} is given twice; give each key one value")
         metadata[key] = value

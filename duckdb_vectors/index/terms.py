@@ -1,23 +1,15 @@
-"""The BM25 terms of a chunk and of a query.
+"""The BM25 terms of a chunk and of a query (for users: docs/search.md).
 
-- **Codes and identifiers exactly**: a token with a digit, an underscore or a joiner (``S3``,
-  ``E1234``, ``v2.0``, ``read_csv_auto``, ``22P02``) is a term as written
-  (``tokenizer.tokenize``'s tokens).
-- **Words by their word form**: an alphabetic token is indexed and looked up as its Snowball
-  stem, so "registering" finds "register" and "metrics" finds "metric". Latin letters are
-  stemmed in the index's language; Cyrillic, Greek, Arabic and Armenian words by their
-  script's stemmer; scripts indexed as n-grams or without a Snowball stemmer (Chinese,
-  Japanese, Korean, Thai, ...) stay as written. Stemmers come from PyStemmer (Snowball, in C).
-  Stems replace the words rather than sit beside them: beside them they ranked lower (the Ray
-  docs questions, SciFact, XQuAD-R) and doubled the postings.
-- **Headings as a field** (BM25F with integer field weights): the title breadcrumb's terms
-  count ``TITLE_WEIGHT`` times in term frequency and length, so a page titled with the words
-  of a question outranks one that only mentions them.
-- **Question words**: a query's conversational words ("how do I", "can I", "ok but") are left
-  out when content words remain, so they do not pull up every page that says "how" or "I".
+- **Codes and identifiers** (a token with a digit, an underscore or a joiner: ``S3``, ``v2.0``,
+  ``read_csv_auto``) are terms as written (``tokenizer.tokenize``'s tokens).
+- **Words** (alphabetic tokens) are their Snowball stem: Latin letters in the index's language,
+  Cyrillic, Greek, Arabic and Armenian by their script's stemmer; other scripts as written.
+  Stems replace the words rather than sit beside them, which ranked lower (docs/relevance.md).
+- **Headings as a field**: the title breadcrumb's terms count ``TITLE_WEIGHT`` times.
+- **Question words**: a query's conversational words are left out when content words remain.
 
-The name of this scheme (``TOKENIZER_NAME``) and the index's language are in its manifest; an
-index is only searched with the terms that built it (see ``retokenize``).
+The scheme's name (``TOKENIZER_NAME``) and the index's language are in its manifest; an index
+is only searched with the terms that built it (see ``retokenize``).
 """
 
 from __future__ import annotations
@@ -63,8 +55,7 @@ def index_terms(title: str | None, text: str, language: str = DEFAULT_LANGUAGE) 
 
 
 def index_words(title: str | None, text: str) -> list[str]:
-    """The words (tokens) behind ``index_terms``: its title's ``TITLE_WEIGHT`` times (see the
-    module), then its text's."""
+    """The words (tokens) behind ``index_terms``, in the same order."""
     return (tokenize(title) * TITLE_WEIGHT if title else []) + tokenize(text)
 
 
@@ -107,8 +98,7 @@ def word_forms(words: list[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
 
 
 class _WordForms(dict[str, str]):
-    """Each word's term, worked out once per word (a stemmer call costs far more than a dict
-    lookup)."""
+    """Each word's term, worked out once per word."""
 
     def __init__(self, language: str) -> None:
         super().__init__()

@@ -1,14 +1,10 @@
 """The ``vector_codes`` table: a quantized index's int8 codes, one row per chunk, by key.
 
-The codes are derived data: ``int8_codes`` of each chunk's float32 ``embedding``,
-which stays in ``chunks`` for exact rescoring. They are kept in step with ``chunks`` in two
-places only, so the write paths themselves need not know about them: ``chunk_table.delete_keys``
-deletes a chunk's codes with it, and ``sync`` codes every chunk that has none at the end of
-each write transaction (``VectorStore.transaction``). A chunk's vector never changes in place
-(a changed chunk is deleted and written again), so codes once made stay valid.
-
-The table exists in every file from schema version 5; the ``codes`` column follows when the
-index is first quantized (its width is the embedding's), as ``chunks.embedding`` follows the
+The codes are ``int8_codes`` of each chunk's float32 ``embedding`` (which stays for exact
+rescoring), kept in step with ``chunks`` in two places only: ``chunk_table.delete_keys`` deletes
+a chunk's codes with it, and ``sync`` codes every chunk that has none at the end of each write
+transaction. A chunk's vector never changes in place, so codes once made stay valid. The
+``codes`` column follows when the index is first quantized, as ``chunks.embedding`` follows the
 first write.
 """
 
@@ -22,8 +18,7 @@ import numpy as np
 from .db import array_width, registered_arrow
 
 TABLE = "vector_codes"
-# Rows widened to float32 at a time (1 MB at 256 dimensions): small enough to stay in cache,
-# which made the numpy kernel up to 10x slower with larger blocks here.
+# Rows widened to float32 at a time (1 MB at 256 dimensions): small enough to stay in cache.
 WIDEN_BLOCK = 1_024
 # Chunks coded per statement: bounds the float32 vectors held while coding (64 MB at 256
 # dimensions) when a whole index is quantized at once.
@@ -63,8 +58,7 @@ def sync(
     for start in range(0, len(missing), _SYNC_BATCH):
         keys = np.asarray(missing[start : start + _SYNC_BATCH], dtype=np.int64)
         codes = int8_codes(embeddings(connection, keys, dimension))
-        # As one Arrow batch: a numpy column of one array per row is converted row by row
-        # (48 s against 4.7 s for a million rows of 256 codes).
+        # As one Arrow batch: a numpy column of one array per row is converted row by row.
         with registered_arrow(connection, "new_codes", {"key": keys, "codes": codes}):
             connection.execute(f"INSERT INTO {TABLE} SELECT key, codes FROM new_codes")
     return len(missing)
@@ -76,11 +70,8 @@ def delete_keys(connection: duckdb.DuckDBPyConnection, keys: list[int]) -> None:
 
 
 def int8_codes(vectors: np.ndarray) -> np.ndarray:
-    """The int8 codes of ``vectors`` (rows x dimension, finite): what an index stores.
-
-    Each row is coded on its own, so a batch can be coded as it is written. A zero row codes
-    to zeros (and scores 0).
-    """
+    """The int8 codes of ``vectors`` (rows x dimension, finite): what an index stores. Each row
+    is coded on its own, so a batch can be coded as it is written; a zero row codes to zeros."""
     matrix = np.asarray(vectors)
     if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.number):
         raise ValueError(

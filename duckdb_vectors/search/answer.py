@@ -59,10 +59,6 @@ class Scope:
     def has_user_sql(self) -> bool:
         return self.filter is not None or self.where is not None
 
-    def within(self, keys: np.ndarray) -> Scope:
-        """This scope, narrowed to the chunks with these keys."""
-        return replace(self, keys=keys)
-
     def condition(self, parameter_offset: int = 0) -> tuple[str, list[Any]]:
         """A SQL condition over ``chunks`` columns, placeholders numbered after the offset."""
         clauses, parameters = [], []
@@ -88,9 +84,8 @@ class Query:
     ``rescore`` is a fragment already checked by ``user_sql.validate_fragment`` (the store
     checks it before it loads a model to embed the query). ``vector_reads_text`` False says the
     model could not read the question (an English model, a question in Cyrillic or Chinese):
-    its ranking is noise, so BM25 ranks and the vector only extends the list. (MiniLM on
-    XQuAD-R: hybrid nDCG@10 ru 0.947 and zh 0.956 at BM25's share of 0.5, below BM25 alone,
-    0.952 and 0.965; the vector alone 0.10 and 0.23.)
+    its ranking is noise, which fused would rank below BM25 alone, so BM25 ranks and the vector
+    only extends the list.
     """
 
     vector: np.ndarray | None
@@ -149,16 +144,14 @@ class SqlSearcher:
 
     connection: duckdb.DuckDBPyConnection
     dimension: int
-    bm25_k1: float = BM25_K1
-    bm25_b: float = BM25_B
     layout: postings.Layout = field(init=False)
     scan_pool_held_small: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.layout = postings.Layout.of(self.connection)
-        # Vectors that outgrow the scan's buffer pool are read past DuckDB's cache: caching a
-        # gigabyte that one query reads once costs more than it saves. Smaller ones stay
-        # cached: holding the pool small takes three statements a query.
+        # Vectors that outgrow the scan's buffer pool are read past DuckDB's cache (see
+        # ``SCAN_MEMORY_LIMIT``); smaller ones stay cached, as holding the pool small takes
+        # three statements a query.
         vector_bytes = chunk_table.count(self.connection) * self.dimension * 4
         self.scan_pool_held_small = vector_bytes > SCAN_MEMORY_LIMIT
 
@@ -202,7 +195,7 @@ class SqlSearcher:
                 GROUP BY p.key)
             SELECT key, score FROM scored ORDER BY score DESC, key LIMIT $4
             """,
-            [terms, self.bm25_k1, self.bm25_b, depth + TIE_SLACK, *parameters],
+            [terms, BM25_K1, BM25_B, depth + TIE_SLACK, *parameters],
         ).fetchall()
         return _ranking(rows, depth)
 
@@ -284,15 +277,12 @@ def _matching_scope(query: Query, searcher: Searcher) -> tuple[Scope, str]:
     keys = searcher.keys_with_every(query.all_terms, query.scope)
     if len(keys) == 0:
         return query.scope, MATCH_FELL_BACK
-    return query.scope.within(keys), "all"
+    return replace(query.scope, keys=keys), "all"
 
 
 # One hit per page: a page is ranked by its best chunk's score plus PAGE_SUPPORT times the
 # scores of its next SUPPORTING_CHUNKS chunks among the candidates, so a page that answers in
-# several sections outranks one with a single lucky chunk. Measured on the Ray docs questions
-# (bench/docsqa.py, static model): best chunk alone hit@5 0.49, MRR@10 0.33; with support
-# 0.3 x two chunks 0.52-0.54 and 0.38-0.39; a tenth of every other chunk, or the sum of three,
-# did less.
+# several sections outranks one with a single lucky chunk (the values: docs/relevance.md).
 PAGE_SUPPORT = 0.3
 SUPPORTING_CHUNKS = 2
 

@@ -1,14 +1,13 @@
 """The in-memory hot path: one snapshot of an index's vectors, postings and chunk rows.
 
-A DuckDB query costs planning before it reads a row, and a full-table
-``array_cosine_similarity`` scan is several times slower than one matrix-vector product in
-numpy. A long-lived process therefore loads the index once and answers from numpy: a matrix
-product for the vector ranking, an inverted index for BM25, and the rows it returns, a list per
-column. DuckDB stays the store of record; the snapshot is rebuilt after this process writes to
-the index.
+A DuckDB query costs planning before it reads a row, and its full-table vector scan is slower
+than numpy's matrix-vector product, so a long-lived process loads the index once and answers
+from numpy: a matrix product for the vector ranking, an inverted index for BM25, and the rows
+it returns, a list per column. DuckDB stays the store of record; the snapshot is rebuilt after
+this process writes to the index.
 
-A quantized index is ranked from its int8 codes instead of the float32 matrix (a quarter of the
-memory); the best candidates are rescored with their float32 vectors, read from DuckDB by key.
+A quantized index is ranked from its int8 codes (a quarter of the memory); the best candidates
+are rescored with their float32 vectors, read from DuckDB by key.
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ from .quantization import Int8Vectors
 from .ranking import TIE_TOLERANCE, Ranking
 
 # Up to this many chunks the rows returned with results are held; above, they are read from
-# DuckDB per query. The read costs milliseconds, a large share of a query at 100k chunks and a
-# small one at a million, where holding the rows would add seconds to the load and 700 MB.
+# DuckDB per query, a small share of a query at that size, where holding them would cost
+# seconds of load and hundreds of MB (docs/performance.md).
 RESIDENT_ROWS_LIMIT = 250_000
 # Held rows are read this many chunks at a time: a read's result is held twice while it is
 # converted (by DuckDB, and as Python objects).
@@ -45,11 +44,8 @@ _SOURCE = chunk_table.CHUNK_FIELDS.index("source")
 _CHUNK_ID = chunk_table.CHUNK_FIELDS.index("chunk_id")
 # DuckDB hands a scan to Python in Arrow batches of this many rows: one is held while it is copied.
 _ARROW_BATCH_ROWS = 131_072
-# What a held chunk row takes besides its text's characters: a pointer per column, the text's
-# and the id's string headers, the id and the etag (measured: 100k chunks of 40 words).
+# What a held chunk row takes besides its text's characters, and a term in the snapshot's dict.
 _HELD_ROW_BYTES = 340
-# What a term takes in the snapshot's dict: the string (of about ten characters), its id and
-# the dict's entry (measured: a million terms).
 _TERM_BYTES = 130
 
 
@@ -134,20 +130,12 @@ class QuantizedVectors:
         return chunk_table.embeddings(self.connection, self.keys[rows], self.int8.dimension)
 
 
-# How each quantization's vectors are loaded (None: not quantized).
-VECTOR_LOADERS: dict[
-    Quantization | None, Callable[[duckdb.DuckDBPyConnection, np.ndarray], Vectors]
-] = {
-    None: Float32Vectors.load,
-    "int8": QuantizedVectors.load,
-}
-
-
+@dataclass(frozen=True, eq=False, repr=False)
 class MemoryIndex:
     """An immutable in-memory snapshot that ranks exactly like ``SqlSearcher`` (a quantized
     index: with int8 codes, whose rescored top ranks match it at recall@10 >= 0.99).
 
-    Args:
+    Attributes:
         connection: the store's connection, used to resolve scopes (filters, ``where``).
         keys: chunk keys, ascending; row ``i`` of every array belongs to ``keys[i]``.
         vectors: the embeddings, one row per chunk.
@@ -156,37 +144,27 @@ class MemoryIndex:
             order (``_held_rows``); None to read them from ``connection`` per query.
     """
 
-    def __init__(
-        self,
-        connection: duckdb.DuckDBPyConnection,
-        keys: np.ndarray,
-        vectors: Vectors,
-        postings: _Postings,
-        rows: list[list[Any]] | None,
-    ) -> None:
-        self.connection = connection
-        self.keys = keys
-        self.vectors = vectors
-        self.postings = postings
-        self.rows = rows
+    connection: duckdb.DuckDBPyConnection
+    keys: np.ndarray
+    vectors: Vectors
+    postings: _Postings
+    rows: list[list[Any]] | None
 
     @classmethod
     def load(
-        cls,
-        connection: duckdb.DuckDBPyConnection,
-        quantization: Quantization | None = None,
-        k1: float = BM25_K1,
-        b: float = BM25_B,
+        cls, connection: duckdb.DuckDBPyConnection, quantization: Quantization | None = None
     ) -> MemoryIndex:
         """The snapshot of what ``connection`` sees."""
         core = chunk_table.lengths(connection)
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
-        # The postings (sorts, joins, aggregates in the older layouts) load before the
-        # vectors' scan holds the buffer pool small: the pool is the database's, not a cursor's.
-        inverted = _load_postings(connection, postings.Layout.of(connection), keys, lengths, k1, b)
+        # The postings (sorts and joins in older layouts) load before the vectors' scan holds
+        # the database's buffer pool small.
+        inverted = _load_postings(connection, postings.Layout.of(connection), keys, lengths)
         _release_cached_blocks(connection)
-        vectors = VECTOR_LOADERS[quantization](connection, keys)
+        vectors = (QuantizedVectors if quantization == "int8" else Float32Vectors).load(
+            connection, keys
+        )
         _release_cached_blocks(connection)
         rows = None
         if len(keys) <= RESIDENT_ROWS_LIMIT:
@@ -305,12 +283,7 @@ def best_with_ties(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def _normalised_matrix(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> np.ndarray:
-    """The embeddings as one float32 matrix, rows L2-normalised, in ``keys`` order.
-
-    Read in storage order, which is key order (keys only grow, and a changed chunk is a new
-    row), so DuckDB streams the column without sorting a gigabyte; if some writer left them
-    otherwise, they are read again sorted.
-    """
+    """The embeddings as one float32 matrix, rows L2-normalised, in ``keys`` order."""
     if len(keys) == 0:
         return np.zeros((0, 0), dtype=np.float32)
     dimension = chunk_table.embedding_dimension(connection) or 0
@@ -329,8 +302,10 @@ def _fill_in_key_order(
     keys: np.ndarray,
     matrix: np.ndarray,
 ) -> bool:
-    """Copy ``table``'s ``vector_column`` into ``matrix`` (rows in ``keys`` order), reading in
-    storage order first; False if the table's keys are not ``keys``."""
+    """Copy ``table``'s ``vector_column`` into ``matrix`` (rows in ``keys`` order); False if
+    the table's keys are not ``keys``. Storage order is key order (keys only grow, and a
+    changed chunk is a new row), so DuckDB streams the column unsorted; if some writer left it
+    otherwise, it is read again sorted."""
     for order in ("", " ORDER BY key"):
         if _fill_matrix(
             connection, f"SELECT key, {vector_column} FROM {table}{order}", keys, matrix
@@ -356,11 +331,8 @@ def _fill_matrix(
 
 
 def _release_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:
-    """Let DuckDB hand back the blocks it cached while the snapshot was read.
-
-    The snapshot now holds that data itself; DuckDB would otherwise keep the scanned blocks
-    until memory pressure.
-    """
+    """Let DuckDB hand back the blocks it cached while the snapshot was read (it now holds
+    them itself), rather than keep them until memory pressure."""
     with scan_buffer_pool(connection):
         pass
 
@@ -370,15 +342,10 @@ def _load_postings(
     layout: postings.Layout,
     keys: np.ndarray,
     lengths: np.ndarray,
-    k1: float,
-    b: float,
 ) -> _Postings:
-    """The inverted index (8 bytes a posting), read in storage order.
-
-    Postings are stored mostly in term order (``postings.compact_if_unordered``): a batch in
-    order is put in place as it is, one out of order is sorted by term first, so nothing the
-    size of the table is sorted or held twice.
-    """
+    """The inverted index (8 bytes a posting), read in storage order, which is mostly term
+    order (``postings.compact_if_unordered``): a batch out of order is sorted by term first,
+    so nothing the size of the table is sorted or held twice."""
     document_frequency = postings.document_frequencies(connection, layout)
     offsets = np.concatenate([[0], np.cumsum(document_frequency, dtype=np.int64)])
     next_free = offsets[:-1].copy()
@@ -395,7 +362,7 @@ def _load_postings(
         batch_rows = row_of(batch_keys)
         place = _claim_positions(term_ids, next_free)
         rows[place] = batch_rows
-        weights[place] = bm25_weight(tf, lengths32[batch_rows], average_length, k1, b)
+        weights[place] = bm25_weight(tf, lengths32[batch_rows], average_length, BM25_K1, BM25_B)
     idf = _bm25_idf(connection, document_frequency, len(keys))
     term_ids = postings.term_ids_with_postings(connection, layout, document_frequency)
     return _Postings(term_ids, offsets, rows, weights, idf)
@@ -418,8 +385,8 @@ def _claim_positions(term_ids: np.ndarray, next_free: np.ndarray) -> slice | np.
 
 def _row_finder(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """Maps keys (each in ``keys``, ascending) to their rows, through a table from the first
-    key to the last (4 bytes a key, while the postings load). Postings come grouped by term,
-    so their keys jump about: a binary search for each took 40 times as long."""
+    key to the last: postings come grouped by term, so their keys jump about, and a binary
+    search for each is far slower."""
     first = int(keys[0]) if len(keys) else 0
     table = np.zeros(int(keys[-1]) - first + 1 if len(keys) else 0, dtype=np.int32)
     table[keys - first] = np.arange(len(keys), dtype=np.int32)
@@ -455,7 +422,6 @@ def _bm25_idf(
 
 def _unit(vector: np.ndarray) -> np.ndarray:
     vector = np.asarray(vector, dtype=np.float32).ravel()
-    # np.linalg.norm's own sum, without its checks; a float32 square root either way (the
-    # division rounds this one to float32, which gives the same: double has the bits).
+    # np.linalg.norm's own sum, without its checks (the division rounds to float32 as it does).
     norm = math.sqrt(vector.dot(vector))
     return vector / norm if norm else vector

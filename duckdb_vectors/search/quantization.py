@@ -1,24 +1,19 @@
 """int8 vectors: a quarter of float32's memory, ranked approximately, then rescored exactly.
 
 A row is stored as the int8 codes of its direction, ``round(127 * x / max|x|)``: symmetric,
-one scale per row. Measured at 100k rows (recall@10 of the int8 top-10 alone, real / random
-vectors): per-row 0.992 / 0.985, per-dimension 0.991 / 0.982, per-dimension affine 0.991 /
-0.975. Per-row scales also need no statistics of the other rows, so an incremental write codes
-only its own rows and old codes stay valid. The scale itself is not stored: the rows are unit
-vectors, so ``1 / |codes|`` gives back a row's length (to 0.2 % here), and the approximate
-score is the cosine between the quantized query and the codes. The codes (a ``TINYINT[d]``
-column) are therefore all an index has to keep.
-
-The dot products of int8 codes are exact integers; the approximate ranking only decides which
+one scale per row, which ranks as well as per-dimension scales and needs no statistics of the
+other rows, so a write codes only its own rows and old codes stay valid. The scale is not
+stored: the rows are unit vectors, so ``1 / |codes|`` gives back a row's length, and the
+approximate score is the cosine between the quantized query and the codes. The codes (a
+``TINYINT[d]`` column) are all an index keeps; the approximate ranking only decides which
 ``RESCORE_FACTOR * k`` candidates are rescored with their exact float32 vectors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import import_module
 from importlib.util import find_spec
-from typing import Protocol
 
 import numpy as np
 
@@ -26,19 +21,16 @@ from ..index.vector_codes import WIDEN_BLOCK, code_scales, int8_codes, reciproca
 from .ranking import tie_order
 
 # Exact top-k needs the best k of the exact scores to be among the best RESCORE_FACTOR * k of
-# the approximate ones. At 1M rows (real and random vectors, 100-300 queries) 1.5x k gave a
-# recall@10 of 1.0 and 1.25x a recall@100 of 1.0; 2x leaves room for other models' vectors
-# (bench/quantization.py measured it; at commit dcc0cce).
+# the approximate ones: 1.5x sufficed at 1M rows (recall@10 1.0), 2x leaves room for other
+# models' vectors.
 RESCORE_FACTOR = 2
 # Rows scored per kernel call: bounds the gather of a subset's codes (16 MB at 256 dimensions).
 _BLOCK = 65_536
 
 ExactVectors = Callable[[np.ndarray], np.ndarray]
-
-
-class DotKernel(Protocol):
-    def __call__(self, codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
-        """Write ``codes[i] . query`` (int8 rows, an int8 query) to ``out[i]`` (float32)."""
+# ``kernel(codes, query, out)`` writes ``codes[i] . query`` (int8 rows, an int8 query) to
+# ``out[i]`` (float32).
+DotKernel = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 
 
 def _numpy_dots(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
@@ -53,14 +45,13 @@ def _numpy_dots(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
 
 
 def _numkong_dots(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
-    # Imported on first use: 33 ms that a process which never ranks int8 codes (a one-shot
-    # search) need not pay. One thread: a second one made no difference at 2.6k to 1M rows
-    # here, and concurrent queries keep the other cores busy.
+    # Imported on first use, which a process that never ranks int8 codes need not pay. One
+    # thread: concurrent queries keep the other cores busy.
     import_module("numkong").cdist(query[None], codes, metric="dot", out=out[None])
 
 
-# The dot-product kernels this environment has, the fastest first. numkong (the optional extra
-# ``int8``) has SIMD int8 dot products, 1.6-2x faster than the numpy kernel here.
+# The dot-product kernels this environment has, the fastest first: numkong (the optional extra
+# ``int8``) has SIMD int8 dot products.
 KERNELS: dict[str, DotKernel] = {"numkong": _numkong_dots} if find_spec("numkong") else {}
 KERNELS["numpy"] = _numpy_dots
 
@@ -73,9 +64,8 @@ class Int8Vectors:
         kernel: a name in ``KERNELS``; the fastest available by default. Every kernel returns
             the same scores.
 
-    Memory: the codes (rows x dimension bytes) and one float32 per row. A query adds a
-    float32 score per row it ranks and at most one block (a subset's gathered codes, 65,536
-    rows at most), never a rows x dimension array.
+    Memory: the codes and one float32 per row. A query adds a float32 score per row it ranks
+    and at most one block of a subset's gathered codes, never a rows x dimension array.
     """
 
     def __init__(self, codes: np.ndarray, kernel: str | None = None) -> None:
@@ -84,8 +74,7 @@ class Int8Vectors:
         if kernel is not None and kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
         self.codes = np.ascontiguousarray(codes)
-        self.kernel_name = kernel or next(iter(KERNELS))
-        self._dots = KERNELS[self.kernel_name]
+        self._dots = KERNELS[kernel or next(iter(KERNELS))]
         self.inverse_norms = self._inverse_norms()
 
     @classmethod
@@ -111,9 +100,11 @@ class Int8Vectors:
         rows = None if rows is None else np.asarray(rows)
         count = len(self) if rows is None else len(rows)
         scores = np.empty(count, dtype=np.float32)
-        for start, block in self._blocks(rows):
-            out = scores[start : start + len(block)]
-            self._dots(block, query_codes, out)
+        for start in range(0, count, _BLOCK):
+            # Views of all rows, or small gathered copies of ``rows``.
+            span = slice(start, start + _BLOCK)
+            block = self.codes[span] if rows is None else self.codes[rows[span]]
+            self._dots(block, query_codes, scores[span])
         scores *= self.inverse_norms if rows is None else self.inverse_norms[rows]
         scores *= query_inverse_norm
         return scores
@@ -139,15 +130,6 @@ class Int8Vectors:
         codes = np.rint(vector * code_scales(vector[None])[0]).astype(np.int8)
         norm = float(np.linalg.norm(codes.astype(np.float32)))
         return codes, 1.0 / norm if norm else 0.0
-
-    def _blocks(self, rows: np.ndarray | None) -> Iterator[tuple[int, np.ndarray]]:
-        """(offset, codes) blocks of all rows (views) or of ``rows`` (small gathered copies)."""
-        count = len(self) if rows is None else len(rows)
-        for start in range(0, count, _BLOCK):
-            if rows is None:
-                yield start, self.codes[start : start + _BLOCK]
-            else:
-                yield start, self.codes[rows[start : start + _BLOCK]]
 
     def _inverse_norms(self) -> np.ndarray:
         """1 / |codes| per row (0 for a zero row): the row's scale, as it is a unit vector."""

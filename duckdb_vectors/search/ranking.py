@@ -1,9 +1,6 @@
 """Ranking primitives both searchers share: the order of ties, and the fusion of the vector
-and BM25 rankings into one list (BM25's own formula is ``bm25``'s).
-
-``answer.SqlSearcher`` and ``memory_index.MemoryIndex`` produce ``Ranking``s; ``fuse`` makes
-one ``FusedRanking`` of two. Nothing here reads the index, so the quantized scan
-(``quantization``) orders its candidates by the same rule without depending on the search.
+and BM25 rankings into one list. Nothing here reads the index, so ``quantization`` orders its
+candidates by the same rule without depending on the search.
 """
 
 from __future__ import annotations
@@ -94,8 +91,7 @@ def tie_order(keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
     ordered = scores[by_score]
     gaps = ordered[:-1] - ordered[1:]
     # No near-ties (the usual case): every gap beats twice the tolerance at the largest
-    # magnitude (at an end of the sorted scores), so the score order stands. Cheaper than
-    # comparing each gap with its own tolerance, below, which decides when this does not
+    # magnitude, so the score order stands without comparing each gap with its own tolerance
     # (twice: float32 scores round that comparison's bound differently).
     largest = max(abs(float(ordered[0])), abs(float(ordered[-1])), 1.0)
     if np.minimum.reduce(gaps) > 2 * TIE_TOLERANCE * largest:  # gaps.min(), less wrapped
@@ -113,12 +109,8 @@ def fuse(vector: Ranking, lexical: Ranking, settings: FusionSettings) -> FusedRa
     ``relative`` (default): relative score fusion, ``w * bm25 / max(bm25) + (1 - w) * cos /
     max(cos)``, each signal divided by its best candidate's score. A chunk outside the vector
     candidates gets the lowest of theirs (every chunk has a cosine, and its is below theirs); a
-    chunk outside the BM25 candidates gets nothing from BM25. (It used to get BM25's lowest
-    too: when BM25 matched a single chunk, every other chunk then counted as a perfect match,
-    and an identifier's only match sank below the vector's picks. Measured with the static
-    model: Ray docs questions, pages, hit@5 0.49 -> 0.51, hit@13 0.63 -> 0.65 at w = 0.5;
-    SciFact and XQuAD-R unchanged within 0.002; nothing from either side, 0.52 and 0.64 on
-    Ray, cost XQuAD-R 0.005-0.006 and fell below BM25 alone there.)
+    chunk outside the BM25 candidates gets nothing from BM25, so that when BM25 matches a
+    single chunk (an identifier) the others do not count as perfect matches too.
     ``rrf``: Reciprocal Rank Fusion, ``w / (k + text_rank) + (1 - w) / (k + vector_rank)``.
     ``w`` is ``settings.lexical_weight``.
     """

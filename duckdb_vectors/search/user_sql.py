@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -37,7 +38,7 @@ _parser_lock = threading.Lock()
 @cache
 def _parser() -> duckdb.DuckDBPyConnection:
     """Parsing only: a private in-memory database, so no user fragment ever meets the index
-    file. Opened on first use (~0.05 s): most searches carry no fragment."""
+    file. Opened on first use: most searches carry no fragment."""
     return duckdb.connect(":memory:", config={"enable_external_access": False})
 
 
@@ -98,28 +99,22 @@ def _check_tree(fragment: str, argument: str) -> None:
     statements = tree.get("statements", [])
     if len(statements) != 1 or len(statements[0]["node"].get("select_list", [])) != 1:
         raise InvalidRankingSQLError(f"{argument}: must be a single expression")
-    select_list = statements[0]["node"]["select_list"]
-    if _contains_class(select_list, "SUBQUERY"):
+    nodes = list(_nodes(statements[0]["node"]["select_list"]))
+    if any(node.get("class") == "SUBQUERY" for node in nodes):
         raise InvalidRankingSQLError(f"{argument}: subqueries are not allowed")
-    used = _function_names(select_list) & FORBIDDEN_FUNCTIONS
+    used = FORBIDDEN_FUNCTIONS.intersection(
+        str(node["function_name"]).lower() for node in nodes if node.get("class") == "FUNCTION"
+    )
     if used:
         raise InvalidRankingSQLError(f"{argument}: {sorted(used)[0]}() is not allowed")
 
 
-def _function_names(node: Any) -> set[str]:
+def _nodes(node: Any) -> Iterator[dict[str, Any]]:
+    """Every object (dict) of a serialised tree, ``node`` first."""
     if isinstance(node, dict):
-        names = {str(node["function_name"]).lower()} if node.get("class") == "FUNCTION" else set()
-        return names.union(*(_function_names(value) for value in node.values()))
-    if isinstance(node, list):
-        return set().union(*(_function_names(item) for item in node))
-    return set()
-
-
-def _contains_class(node: Any, expression_class: str) -> bool:
-    if isinstance(node, dict):
-        if node.get("class") == expression_class:
-            return True
-        return any(_contains_class(value, expression_class) for value in node.values())
-    if isinstance(node, list):
-        return any(_contains_class(item, expression_class) for item in node)
-    return False
+        yield node
+        for value in node.values():
+            yield from _nodes(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _nodes(item)
