@@ -1,16 +1,10 @@
-"""Jupyter notebooks: the markdown cells as Markdown, each code cell a whole code block.
+"""Jupyter notebooks, chunked as the Markdown document they read as: markdown cells as
+written, code cells as fenced blocks in the kernel's language, under the notebook's title (its
+metadata's, else its first heading). Raw cells are left out, and so are outputs unless asked
+for: then the text/plain ones follow their cell.
 
-A notebook is read as the Markdown document it reads as: its markdown cells as written, its
-code cells as fenced blocks in the kernel's language, so the Markdown chunker gives the
-headings' breadcrumbs and keeps code blocks whole. The notebook's title (its metadata's, else
-its first heading) heads the breadcrumb of what comes before a top-level heading. Raw cells
-(text for one output format) are left out, and so are outputs unless asked for: then the
-text/plain ones (printed text, a value's repr) follow their cell, never images or other
-binary data.
-
-Read with the standard json module: a notebook is JSON, and nbformat's schema validation
-(and its jsonschema, traitlets and jupyter_core dependencies) would only turn a notebook
-that is odd but readable into a skipped file.
+Read with the json module: nbformat's schema validation would only turn a notebook that is odd
+but readable into a skipped file.
 """
 
 from __future__ import annotations
@@ -24,9 +18,8 @@ import yaml
 
 from ..errors import SkipFile
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS
+from .base import DEFAULT_MAX_CHARS, fenced
 from .markdown import MarkdownChunker
-from .outline import fenced
 
 _ANSI_ESCAPE = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours in printed output
 _HEADING = regex.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", regex.MULTILINE)

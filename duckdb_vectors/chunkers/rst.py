@@ -1,12 +1,10 @@
 """reStructuredText, as Sphinx projects write it: chunks titled with their section breadcrumb.
 
-docutils parses the file; Sphinx's directives and roles, which docutils does not know, are
-read leniently instead of becoming errors: admonitions and version notes keep their text under
-a label (``Changed in version 8.0: ...``), code directives become whole code blocks, navigation
-and API-generating ones (``toctree``, ``index``, ``automodule``...) are dropped, and every
-other directive keeps its argument and its content as text. A role (``:func:`~a.b.c```,
-``:ref:`Title <label>```) shows the text Sphinx would show. Docutils' own warnings are
-discarded; a file docutils fails on is indexed as plain text.
+docutils parses the file; Sphinx's directives and roles, which docutils does not know, are read
+leniently instead of becoming errors: version notes and admonitions keep their text under a
+label (``Changed in version 8.0: ...``), code directives become code blocks, navigation is
+dropped, autodoc directives give the API names they list, and any other directive keeps its
+argument and content as text. A file docutils fails on is indexed as plain text.
 """
 
 from __future__ import annotations
@@ -28,8 +26,8 @@ from docutils.transforms import frontmatter, references
 from docutils.utils import new_document
 
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS
-from .outline import Outline, fenced
+from .base import DEFAULT_MAX_CHARS, fenced
+from .outline import Outline
 from .roles import role_text
 from .text import TextChunker
 
@@ -40,8 +38,8 @@ _SETTINGS = {
     "raw_enabled": False,
     "syntax_highlight": "none",  # code stays text (no Pygments)
 }
-# The transforms the text needs, of the dozen a docutils publisher runs (20% of the time):
-# substitutions replaced, the leading field list made metadata, footnotes numbered.
+# Of the transforms a docutils publisher runs, those the text needs: substitutions replaced,
+# the leading field list made metadata, footnotes numbered.
 _TRANSFORMS = [references.Substitutions, frontmatter.DocInfo, references.Footnotes]
 
 # Directives whose content is code, with its language (None: the directive's argument).
@@ -68,20 +66,9 @@ _CODE_DIRECTIVES: dict[str, str | None] = {
 # Navigation, settings for the build, and text pulled from elsewhere (docstrings, files).
 _DROPPED_DIRECTIVES = frozenset(
     {
-        "toctree",
-        "index",
-        "highlight",
-        "literalinclude",
-        "program",
-        "moduleauthor",
-        "sectionauthor",
-        "codeauthor",
-        "tabularcolumns",
-        "rst-class",
-        "testsetup",
-        "testcleanup",
-        "audit-event",  # CPython's docs: a table entry, rendered from the arguments
-        "audit-event-table",
+        *("toctree", "index", "highlight", "literalinclude", "program", "moduleauthor"),
+        *("sectionauthor", "codeauthor", "tabularcolumns", "rst-class", "testsetup"),
+        *("testcleanup", "audit-event", "audit-event-table"),  # (CPython's audit events)
     }
 )
 # Directives that name the module later API names are relative to (kept on the document).
@@ -110,15 +97,8 @@ _DOMAIN = regex.compile(r"^(?:py|c|cpp|js|rst|std|math):")
 _UNDEFINED_SUBSTITUTION = regex.compile(r"^\|(.+)\|_{0,2}$", regex.DOTALL)
 _NOT_TEXT = frozenset(
     {
-        "comment",
-        "system_message",
-        "substitution_definition",
-        "pending",
-        "raw",
-        "image",
-        "transition",
-        "decoration",
-        "meta",
+        *("comment", "system_message", "substitution_definition", "pending", "raw", "image"),
+        *("transition", "decoration", "meta"),
     }
 )
 _PARSE_LOCK = threading.Lock()  # the lenient lookups are swapped into docutils' modules
@@ -235,9 +215,8 @@ class _SphinxDirective(Directive):
 
     def _api_names(self, argument: str, content: StringList) -> list[nodes.Node]:
         """An autodoc directive's API names, in full, as a list: their docstrings are in the
-        code, not here, but a page that only lists APIs (Sphinx makes a page of each) is
-        where a question naming one should land. On the Ray docs questions, 17 of 211 name
-        such a page, which was left out as "no text"."""
+        code, not here, but a page that only lists APIs is where a question naming one should
+        land."""
         module = self.state.document.get(_CURRENT_MODULE, "")
         names = [argument] if argument else []
         names += [line.strip() for line in content if line.strip() and line[:1] != ":"]
@@ -281,15 +260,10 @@ class _SphinxDirective(Directive):
 
 
 def _sphinx_role(
-    name: str,
-    rawtext: str,
-    text: str,
-    lineno: int,
-    inliner: Any,
-    options: Any = None,
-    content: Any = None,
+    name: str, rawtext: str, text: str, *_: Any, **__: Any
 ) -> tuple[list[nodes.Node], list[Any]]:
-    """A role as the text Sphinx shows for it (``roles.role_text``)."""
+    """A role as the text Sphinx shows for it (``roles.role_text``); docutils' other
+    arguments (line number, inliner, options, content) are not needed."""
     return [nodes.literal(rawtext, role_text(name, nodes.unescape(text)))], []
 
 
