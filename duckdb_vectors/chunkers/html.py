@@ -15,7 +15,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ..errors import SkipFile
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS, fenced
+from .base import fenced
+from .markdown import SectionChunker
 from .outline import Outline
 
 # Where the page's own content is, most specific first.
@@ -50,20 +51,15 @@ _LETTER = regex.compile(r"\p{L}")
 
 
 @dataclass
-class HtmlChunker:
-    """Splits an HTML page's main content on its headings.
+class HtmlChunker(SectionChunker):
+    """Splits an HTML page's main content on its headings (see ``SectionChunker`` for the
+    other arguments).
 
     Args:
-        max_chars: the largest chunk, in characters (a lone code block or table may exceed it).
-        max_atomic_chars: a code block or table larger than this is split on lines after all.
-        separator: joins the headings of a breadcrumb.
         min_prose_letters: pages with fewer letters outside links, headings and code are
             skipped as navigation.
     """
 
-    max_chars: int = DEFAULT_MAX_CHARS
-    max_atomic_chars: int = 8 * DEFAULT_MAX_CHARS
-    separator: str = " > "
     min_prose_letters: int = MIN_PROSE_LETTERS
 
     def chunk(self, text: str, source: str) -> list[Chunk]:
@@ -78,7 +74,7 @@ class HtmlChunker:
         reader = _Reader(Outline(root=(_text(title) if title else "") or None))
         reader.walk(content)
         reader.flush()
-        return reader.outline.chunks(source, self.max_chars, self.max_atomic_chars, self.separator)
+        return self.pack_sections(reader.outline.sections, {}, source)
 
 
 @dataclass

@@ -104,55 +104,30 @@ class _TopLevelBlock:
 
 
 @dataclass
-class MarkdownChunker:
-    """Splits Markdown on headings.
+class SectionChunker:
+    """What the chunkers that split a document on its headings share: packing each section's
+    blocks into chunks titled with its breadcrumb.
 
     Args:
         max_chars: the largest chunk, in characters (a lone code block or table may exceed it).
         max_atomic_chars: a code block or table larger than this is split on lines after all.
         separator: joins the headings of a breadcrumb.
-        reduce_markup: reduce HTML/JSX, template tags and MyST markup to the text a reader
-            sees (an HTML block is then text like any other); False keeps each block as
-            written.
     """
 
     max_chars: int = DEFAULT_MAX_CHARS
     max_atomic_chars: int = 8 * DEFAULT_MAX_CHARS
     separator: str = " > "
-    reduce_markup: bool = True
-    # Whether an indented block is code (MDX has no indented code: indentation is layout).
-    indented_code: ClassVar[bool] = True
-    # Text that ``reduce_text`` could change: without a match it is not looked at again.
-    markup: ClassVar[re.Pattern[str]] = re.compile(
-        r"<[A-Za-z/!>]|&[#\w]+;|\{[%{#:]|\)=|\+\+\+|:::|\}`"
-    )
-
-    def chunk(self, text: str, source: str) -> list[Chunk]:
-        metadata, body = split_front_matter(text)
-        root = metadata.get("title") if isinstance(metadata.get("title"), str) else None
-        return self.pack_sections(self._sections(body, root), metadata, source)
 
     def pack_sections(
         self, sections: list[Section], metadata: dict[str, Any], source: str
     ) -> list[Chunk]:
-        """Chunks of the sections' blocks, titled with their breadcrumbs (``outline`` too)."""
+        """Chunks of the sections' blocks, titled with their breadcrumbs."""
         pieces = [
             (piece, self.separator.join(section.breadcrumb) or None, metadata)
             for section in sections
             for piece in self.pack_blocks(section.blocks)
         ]
         return make_chunks(pieces, source)
-
-    def reduce_text(self, text: str) -> str:
-        """Text outside code as a reader sees it: markup, template tags and MyST targets
-        reduced. Dialects (MDX) extend this."""
-        text = strip_targets(strip_template_tags(strip_markup(text)))
-        return _ATTRIBUTE_LIST_LINE.sub("", text) if "{:" in text else text
-
-    def keeps_block(self, kind: str, text: str) -> bool:
-        """Whether a top-level block (its text with code masked) belongs in a chunk: a
-        paragraph of MyST comment lines does not. Dialects (MDX) extend this."""
-        return not (kind == "Paragraph" and text[:1] == "%" and is_comment(text))
 
     def pack_blocks(self, blocks: list[Block]) -> list[str]:
         """A section's blocks as chunk texts of at most ``max_chars``: cut between blocks, a
@@ -172,6 +147,41 @@ class MarkdownChunker:
             else:
                 units.extend(split_text(block.text, self.max_chars))
         return list(pack(units, self.max_chars, "\n\n"))
+
+
+@dataclass
+class MarkdownChunker(SectionChunker):
+    """Splits Markdown on headings (see ``SectionChunker`` for the other arguments).
+
+    Args:
+        reduce_markup: reduce HTML/JSX, template tags and MyST markup to the text a reader
+            sees (an HTML block is then text like any other); False keeps each block as
+            written.
+    """
+
+    reduce_markup: bool = True
+    # Whether an indented block is code (MDX has no indented code: indentation is layout).
+    indented_code: ClassVar[bool] = True
+    # Text that ``reduce_text`` could change: without a match it is not looked at again.
+    markup: ClassVar[re.Pattern[str]] = re.compile(
+        r"<[A-Za-z/!>]|&[#\w]+;|\{[%{#:]|\)=|\+\+\+|:::|\}`"
+    )
+
+    def chunk(self, text: str, source: str) -> list[Chunk]:
+        metadata, body = split_front_matter(text)
+        root = metadata.get("title") if isinstance(metadata.get("title"), str) else None
+        return self.pack_sections(self._sections(body, root), metadata, source)
+
+    def reduce_text(self, text: str) -> str:
+        """Text outside code as a reader sees it: markup, template tags and MyST targets
+        reduced. Dialects (MDX) extend this."""
+        text = strip_targets(strip_template_tags(strip_markup(text)))
+        return _ATTRIBUTE_LIST_LINE.sub("", text) if "{:" in text else text
+
+    def keeps_block(self, kind: str, text: str) -> bool:
+        """Whether a top-level block (its text with code masked) belongs in a chunk: a
+        paragraph of MyST comment lines does not. Dialects (MDX) extend this."""
+        return not (kind == "Paragraph" and text[:1] == "%" and is_comment(text))
 
     def _sections(self, body: str, root: str | None) -> list[Section]:
         headings: list[tuple[int, str]] = []

@@ -1,5 +1,5 @@
 """A document as headed sections of text blocks: what the reStructuredText and HTML chunkers
-reduce a page to, packed into chunks the way Markdown's are.
+reduce a page to, for ``SectionChunker.pack_sections``.
 
 As in Markdown, a level-1 heading starts a breadcrumb; under lower headings, or before any,
 the document's ``root`` title (an HTML page's ``<title>``) stands first.
@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS
-from .markdown import Block, MarkdownChunker, Section, breadcrumb
+from .markdown import Block, Section, breadcrumb
 
 
 @dataclass
@@ -45,13 +43,3 @@ class Outline:
         if not self.sections:
             self.sections.append(Section(breadcrumb(self._headings, self.root)))
         self.sections[-1].blocks.append(Block(text.strip("\n"), atomic))
-
-    def chunks(
-        self,
-        source: str,
-        max_chars: int = DEFAULT_MAX_CHARS,
-        max_atomic_chars: int = 8 * DEFAULT_MAX_CHARS,
-        separator: str = " > ",
-    ) -> list[Chunk]:
-        packer = MarkdownChunker(max_chars, max_atomic_chars, separator)
-        return packer.pack_sections(self.sections, self.metadata, source)

@@ -26,7 +26,8 @@ from docutils.transforms import frontmatter, references
 from docutils.utils import new_document
 
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS, fenced
+from .base import fenced
+from .markdown import SectionChunker
 from .outline import Outline
 from .roles import role_text
 from .text import TextChunker
@@ -105,18 +106,8 @@ _PARSE_LOCK = threading.Lock()  # the lenient lookups are swapped into docutils'
 
 
 @dataclass
-class RstChunker:
-    """Splits reStructuredText on its sections.
-
-    Args:
-        max_chars: the largest chunk, in characters (a lone code block or table may exceed it).
-        max_atomic_chars: a code block or table larger than this is split on lines after all.
-        separator: joins the section titles of a breadcrumb.
-    """
-
-    max_chars: int = DEFAULT_MAX_CHARS
-    max_atomic_chars: int = 8 * DEFAULT_MAX_CHARS
-    separator: str = " > "
+class RstChunker(SectionChunker):
+    """Splits reStructuredText on its sections (arguments: ``SectionChunker``'s)."""
 
     def chunk(self, text: str, source: str) -> list[Chunk]:
         try:
@@ -125,7 +116,7 @@ class RstChunker:
             return TextChunker(self.max_chars).chunk(text, source)
         outline = Outline()
         _Walker(outline).document(document)
-        return outline.chunks(source, self.max_chars, self.max_atomic_chars, self.separator)
+        return self.pack_sections(outline.sections, outline.metadata, source)
 
 
 def _parse(text: str, source: str) -> nodes.document:

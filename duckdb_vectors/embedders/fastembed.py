@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -48,18 +48,6 @@ _OFFLINE_HINT = (
 )
 
 
-class LoadedModel(Protocol):
-    """A model ready to embed: a static model, or a transformer run by fastembed."""
-
-    directory: Path
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def windows(self, texts: Sequence[str]) -> list[int]: ...
-
-
 class TransformerModel:
     """A fastembed ``TextEmbedding`` of an ONNX transformer."""
 
@@ -76,6 +64,9 @@ class TransformerModel:
 
     def windows(self, texts: Sequence[str]) -> list[int]:
         return windows_needed(self.model.model.tokenizer, texts)
+
+
+LoadedModel = StaticModel | TransformerModel
 
 
 class FastEmbedEmbedder(BaseEmbedder):
