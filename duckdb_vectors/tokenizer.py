@@ -39,8 +39,8 @@ _SCRIPTS = {
 }
 # A word: letters, digits, marks and underscores outside those scripts, single joiners between
 # them; or a run of one of the scripts (told apart by its first character). The classes name
-# ASCII first (in words) or exclude it first (in runs): the same sets, but most characters are
-# then decided without testing the scripts.
+# ASCII first (in words) or exclude it first (in runs), so most characters are decided without
+# testing the scripts.
 _OUTSIDE_SCRIPTS = "".join(f"--[{script}]" for script in _SCRIPTS.values())
 _WORD = rf"[[A-Za-z0-9_][[\p{{L}}\p{{N}}\p{{M}}_]{_OUTSIDE_SCRIPTS}]]+"
 _RUNS = "|".join(rf"[[^\x00-\x7f]&&[{script}]]+" for script in _SCRIPTS.values())
@@ -71,8 +71,7 @@ _LATIN_LETTER = regex.compile(r"\p{sc=Latin}")
 def mostly_latin(text: str) -> bool:
     """Whether at least four in five of ``text``'s letters are Latin (True if it has no
     letter): what a model trained on English can read. A Greek letter in a formula leaves a
-    question readable; a Russian question naming a Latin title ("Кто написал Liber
-    servitoris?", 15 Latin letters of 25) is not."""
+    question readable; a Russian question naming a Latin title is not."""
     if text.isascii():
         return True
     letters = len(_LETTER.findall(text))

@@ -45,24 +45,13 @@ _TRANSFORMS = [references.Substitutions, frontmatter.DocInfo, references.Footnot
 
 # Directives whose content is code, with its language (None: the directive's argument).
 _CODE_DIRECTIVES: dict[str, str | None] = {
-    "code": None,
-    "code-block": None,
-    "sourcecode": None,
-    "code-cell": None,
-    "code-tab": None,  # sphinx-tabs
-    "prompt": None,  # sphinx-prompt
-    "doctest": "pycon",  # sphinx.ext.doctest
-    "testcode": "python",
-    "testoutput": "",
+    **dict.fromkeys(["code", "code-block", "sourcecode", "code-cell", "code-tab", "prompt"]),
+    **dict.fromkeys(["testcode", "jupyter-execute", "click:example", "click:run"], "python"),
+    **dict.fromkeys(["graphviz", "digraph", "graph"], "dot"),
+    **dict.fromkeys(["testoutput", "productionlist"], ""),
+    "doctest": "pycon",
     "ipython": "ipython",
-    "jupyter-execute": "python",
-    "productionlist": "",
-    "click:example": "python",  # the Pallets projects' docs (Click, Flask, Jinja)
-    "click:run": "python",
     "mermaid": "mermaid",
-    "graphviz": "dot",
-    "digraph": "dot",
-    "graph": "dot",
 }
 # Navigation, settings for the build, and text pulled from elsewhere (docstrings, files).
 _DROPPED_DIRECTIVES = frozenset(
@@ -287,17 +276,18 @@ class _Walker:
     def body(self, node: nodes.Node, level: int, prefix: str = "") -> None:
         """Add the blocks of ``node``; ``prefix`` (a bullet, a label) leads its first one."""
         if not isinstance(node, nodes.Element):
-            self._add(prefix, node.astext())
+            self.sink.add(prefix + node.astext())
         elif node.tagname in _NOT_TEXT or "contents" in node["classes"]:
             return  # markup and generated tables of contents
         elif isinstance(node, nodes.section):
             self._section(node, level)
         elif isinstance(node, nodes.TextElement) and not isinstance(node, nodes.FixedTextElement):
-            self._add(prefix, inline_text(node))
+            self.sink.add(prefix + inline_text(node))
         elif isinstance(node, (nodes.literal_block, nodes.doctest_block, nodes.math_block)):
             self._add_atomic(prefix, fenced(node.astext(), _language(node)))
         elif isinstance(node, nodes.line_block):
-            self._add(prefix, "\n".join(inline_text(line) for line in node.findall(nodes.line)))
+            lines = (inline_text(line) for line in node.findall(nodes.line))
+            self.sink.add(prefix + "\n".join(lines))
         elif isinstance(node, nodes.table):
             self._add_atomic(prefix, _table_text(node))
         elif isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
@@ -342,10 +332,7 @@ class _Walker:
             self.body(child, level, prefix)
             prefix = ""
         if prefix.strip(" -:.0123456789"):
-            self._add("", prefix.rstrip(": "))  # a term or label with nothing after it
-
-    def _add(self, prefix: str, text: str) -> None:
-        self.sink.add(prefix + text)
+            self.sink.add(prefix.rstrip(": "))  # a term or label with nothing after it
 
     def _add_atomic(self, prefix: str, text: str) -> None:
         if prefix.strip(" -:.0123456789"):  # a label, not a bullet

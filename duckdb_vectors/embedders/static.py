@@ -26,27 +26,15 @@ if TYPE_CHECKING:
 TABLE_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 _TABLE = "embeddings"
-# Vocabulary-quantised models map token ids to shared rows ("mapping") and scale each token's
-# row ("weights").
-_MAPPING = "mapping"
-_WEIGHTS = "weights"
 MAX_TOKENS = 512
 BATCH = 256
 # A batch's (texts x distinct tokens) count matrix is split in halves above this many cells:
 # it bounds pooling's temporary memory whatever the texts.
 POOLING_CELLS = 4_000_000
 _NORM_FLOOR = 1e-12
-_DTYPES = {
-    "F64": "<f8",
-    "F32": "<f4",
-    "F16": "<f2",
-    "I64": "<i8",
-    "I32": "<i4",
-    "I16": "<i2",
-    "I8": "i1",
-    "U8": "u1",
-    "BOOL": "?",
-}
+_DTYPES = dict(
+    F64="<f8", F32="<f4", F16="<f2", I64="<i8", I32="<i4", I16="<i2", I8="i1", U8="u1", BOOL="?"
+)
 
 
 class StaticModel:
@@ -58,8 +46,9 @@ class StaticModel:
         self.directory = directory
         tensors = read_safetensors(directory / TABLE_FILE)
         self.embeddings = tensors[_TABLE]
-        self.mapping = tensors.get(_MAPPING)
-        self.weights = tensors.get(_WEIGHTS)
+        # Vocabulary-quantised models map token ids to shared rows and scale each token's row.
+        self.mapping = tensors.get("mapping")
+        self.weights = tensors.get("weights")
         self.tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.tokenizer.no_padding()
