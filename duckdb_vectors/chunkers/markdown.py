@@ -105,8 +105,8 @@ class _TopLevelBlock:
 
 @dataclass
 class SectionChunker:
-    """What the chunkers that split a document on its headings share: packing each section's
-    blocks into chunks titled with its breadcrumb.
+    """The base of the chunkers that split a document on its headings (Markdown, HTML, reST):
+    each section's blocks are packed into chunks titled with its breadcrumb.
 
     Args:
         max_chars: the largest chunk, in characters (a lone code block or table may exceed it).

@@ -44,11 +44,11 @@ class NotebookChunker:
         for cell in notebook["cells"]:
             if not isinstance(cell, dict):
                 continue
-            kind = cell.get("cell_type")
+            kind, cell_source = cell.get("cell_type"), _joined(cell.get("source"))
             if kind == "markdown":
-                parts.append(_source(cell))
+                parts.append(cell_source)
             elif kind == "code":
-                parts.append(fenced(_source(cell), language) if _source(cell).strip() else "")
+                parts.append(fenced(cell_source, language) if cell_source.strip() else "")
                 if self.include_outputs:
                     parts.extend(fenced(output, "text") for output in _text_outputs(cell))
         document = "\n\n".join(part.strip("\n") for part in parts if part.strip())
@@ -73,12 +73,8 @@ def _load(text: str) -> dict[str, Any]:
     return notebook
 
 
-def _source(cell: dict[str, Any]) -> str:
-    """A cell's text: nbformat stores it as a string or as a list of lines."""
-    return _joined(cell.get("source", ""))
-
-
 def _joined(value: Any) -> str:
+    """Text that nbformat stores as a string or as a list of lines."""
     if isinstance(value, list):
         return "".join(part for part in value if isinstance(part, str))
     return value if isinstance(value, str) else ""

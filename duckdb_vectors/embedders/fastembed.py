@@ -1,8 +1,8 @@
 """Local embeddings: ``fastembed:<model>`` and ``hf:<repo-id>``.
 
 Transformers run on fastembed's ONNX runtime. Static models (a folder in the model2vec layout)
-are embedded by ``static.StaticModel``, which gives fastembed's vectors without importing it,
-even right after fastembed has downloaded one, so an index and its queries always share one
+are embedded by ``static.StaticModel``, which gives fastembed's vectors without importing it;
+one that fastembed has just downloaded is too, so an index and its queries always share one
 implementation.
 """
 
