@@ -39,8 +39,8 @@ _SCRIPTS = {
 }
 # A word: letters, digits, marks and underscores outside those scripts, single joiners between
 # them; or a run of one of the scripts (told apart by its first character). The classes name
-# ASCII first (in words) or exclude it first (in runs): the same sets, but most characters are
-# then decided without testing the scripts.
+# ASCII first (in words) or exclude it first (in runs), so most characters are decided without
+# testing the scripts.
 _OUTSIDE_SCRIPTS = "".join(f"--[{script}]" for script in _SCRIPTS.values())
 _WORD = rf"[[A-Za-z0-9_][[\p{{L}}\p{{N}}\p{{M}}_]{_OUTSIDE_SCRIPTS}]]+"
 _RUNS = "|".join(rf"[[^\x00-\x7f]&&[{script}]]+" for script in _SCRIPTS.values())
@@ -50,9 +50,8 @@ _GRAPHEME = regex.compile(r"\X")
 _JOINERS = re.compile(r"[.\-']")
 
 # Korean particles and the commonest endings after a noun (하다, 되다, the copula). One is
-# stripped, the longest that leaves a stem. Measured on Korean Debian package descriptions
-# (bench/tokenizer_scripts.py, at commit dcc0cce): MRR@10 0.55 as whole words, 0.69 with
-# stems; Hangul bigrams reached 0.67 with three times the tokens.
+# stripped, the longest that leaves a stem: stems rank better than whole words, and as well as
+# Hangul bigrams with a third of the tokens.
 # fmt: off
 _KOREAN_ENDINGS = frozenset((
     "이", "가", "을", "를", "은", "는", "의", "에", "에서", "에게", "께", "한테", "와", "과",
@@ -72,8 +71,7 @@ _LATIN_LETTER = regex.compile(r"\p{sc=Latin}")
 def mostly_latin(text: str) -> bool:
     """Whether at least four in five of ``text``'s letters are Latin (True if it has no
     letter): what a model trained on English can read. A Greek letter in a formula leaves a
-    question readable; a Russian question naming a Latin title ("Кто написал Liber
-    servitoris?", 15 Latin letters of 25) is not."""
+    question readable; a Russian question naming a Latin title is not."""
     if text.isascii():
         return True
     letters = len(_LETTER.findall(text))
@@ -118,10 +116,8 @@ def _characters_and_bigrams(run: str) -> list[str]:
 
 def _grapheme_bigrams(run: str) -> list[str]:
     """Thai and its neighbours spell a syllable with several code points (a vowel may even
-    come before its consonant), so n-grams are taken over grapheme clusters. Measured with
-    bench/tokenizer_scripts.py (at commit dcc0cce), these bigrams found words as well as ICU's
-    dictionary segmentation did in Thai and Khmer and better in Burmese, with 60% of the tokens
-    of code-point bigrams and without ICU's 44 MB of native libraries."""
+    come before its consonant), so n-grams are taken over grapheme clusters: they find words
+    as well as a dictionary segmenter does, without its native libraries."""
     clusters = _GRAPHEME.findall(run)
     return [first + second for first, second in pairwise(clusters)] or [run]
 

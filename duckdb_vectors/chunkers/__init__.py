@@ -71,8 +71,8 @@ class CompositeChunker:
 
     def mime_type(self, source: str, head: bytes = b"") -> str:
         """The MIME type a file is treated as: its magic bytes win over its extension, but for
-        an extension registered to a binary chunker, which reads the bytes itself (a ``.docx``
-        or an ``.epub`` is a zip, whose magic alone says nothing of what it holds)."""
+        an extension registered to a binary chunker (a ``.docx`` is a zip: its magic alone
+        says nothing of what it holds)."""
         for magic, mime_type in _MAGIC.items():
             if head.startswith(magic):
                 return mime_type

@@ -1,4 +1,4 @@
-"""What a chunker is, and the size-bounded splitting every chunker shares."""
+"""What a chunker is, and the size-bounded splitting and code fences every chunker shares."""
 
 from __future__ import annotations
 
@@ -12,16 +12,13 @@ from ..models import Chunk
 DEFAULT_MAX_CHARS = 2000
 # Part of every indexed file's chunker key: bump it when a built-in chunker cuts the same input
 # differently, so the next index run re-chunks every file (vectors of unchanged text are reused)
-# and an updated index equals a fresh one. 2: Markdown parsed by pulldown-cmark. 3: a line
-# that two Markdown blocks claim is kept once. 4: reST, HTML and notebooks get chunkers of their
-# own; MyST, MDX, template tags and HTML in Markdown are reduced to text; link lists folded.
-# 5: reST autodoc directives give the API names they list. 6: links to other pages of the run
-# are rewritten to their URL or source id (``links``), and redirect_from is no citation.
+# and an updated index equals a fresh one.
 CHUNKING_VERSION = 6
 
 _PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n+")
 # A sentence ends at . ! ? (or their CJK forms) followed by whitespace, or at a CJK full stop.
 _SENTENCE_END = regex.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])")
+_BACKTICK_RUN = regex.compile(r"`{3,}")
 
 
 @runtime_checkable
@@ -100,3 +97,11 @@ def hard_split(text: str, max_chars: int) -> list[str]:
     if text:
         pieces.append(text)
     return pieces
+
+
+def fenced(code: str, language: str = "") -> str:
+    """A code block as a Markdown fence, the form code takes in every chunk of the index;
+    the fence is longer than any run of backticks inside the code."""
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(code)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}{language}\n{code.strip(chr(10))}\n{fence}"

@@ -1,16 +1,9 @@
-"""HTML pages as documentation generators build them: the main content's text, chunked under
-its heading breadcrumb, without the site's navigation, search box, sidebars and scripts.
-
-The main content is the first of ``_CONTENT`` the page has: Sphinx's ``[role=main]`` body,
-MkDocs Material's article, else ``<main>``, ``<article>``, ``<body>``. Inside it, the
-headings (h1-h6) make the breadcrumb, ``<pre>`` blocks are kept whole as code, tables become
-lines of `` | ``-separated cells, and permalink anchors (``¶``), buttons and tables of contents
-are left out. A page with (almost) no text besides its links, such as a generated index, a
-search page or a redirect, is skipped.
-
-Parsed by selectolax (the Lexbor engine: an HTML5 parser in C, CSS selectors, wheels for
-every CPython on Linux/macOS/Windows): 10x faster than BeautifulSoup, and it keeps the tree
-as it is, where content extractors (trafilatura, jusText) flatten headings and code.
+"""HTML pages as documentation generators build them: the main content's text (the first of
+``_CONTENT`` the page has), chunked under its heading breadcrumb, without the site's navigation,
+sidebars and scripts. ``<pre>`` blocks stay whole as code, tables become lines of
+`` | ``-separated cells. A page with (almost) no text besides its links (a generated index, a
+search page, a redirect) is skipped. Parsed by selectolax, which keeps the tree as it is, where
+content extractors (trafilatura, jusText) flatten headings and code.
 """
 
 from __future__ import annotations
@@ -22,8 +15,9 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ..errors import SkipFile
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS
-from .outline import Outline, fenced
+from .base import fenced
+from .markdown import SectionChunker
+from .outline import Outline
 
 # Where the page's own content is, most specific first.
 _CONTENT = ("article.md-content__inner", "[role=main]", "div.body", "main", "article", "body")
@@ -49,29 +43,23 @@ _BLOCKS = frozenset(
 )
 _LANGUAGE = regex.compile(r"(?:^|\s)(?:highlight|language|lang)-([\w+#.-]+)")
 _PLAIN_LANGUAGES = frozenset({"default", "none", "text", "plain", "plaintext"})
-# A page is prose when it has this many letters outside links, headings and code: less is a
-# navigation page (Sphinx's genindex and search pages, a redirect, a chapter's table of
-# contents). Letters, not words, so that it holds for scripts written without spaces.
+# Fewer letters outside links, headings and code make a navigation page. Letters, not words,
+# so that it holds for scripts written without spaces.
 MIN_PROSE_LETTERS = 100
 _NOT_PROSE = frozenset({"a", "pre", *_HEADINGS})
 _LETTER = regex.compile(r"\p{L}")
 
 
 @dataclass
-class HtmlChunker:
-    """Splits an HTML page's main content on its headings.
+class HtmlChunker(SectionChunker):
+    """Splits an HTML page's main content on its headings (see ``SectionChunker`` for the
+    other arguments).
 
     Args:
-        max_chars: the largest chunk, in characters (a lone code block or table may exceed it).
-        max_atomic_chars: a code block or table larger than this is split on lines after all.
-        separator: joins the headings of a breadcrumb.
         min_prose_letters: pages with fewer letters outside links, headings and code are
             skipped as navigation.
     """
 
-    max_chars: int = DEFAULT_MAX_CHARS
-    max_atomic_chars: int = 8 * DEFAULT_MAX_CHARS
-    separator: str = " > "
     min_prose_letters: int = MIN_PROSE_LETTERS
 
     def chunk(self, text: str, source: str) -> list[Chunk]:
@@ -86,7 +74,7 @@ class HtmlChunker:
         reader = _Reader(Outline(root=(_text(title) if title else "") or None))
         reader.walk(content)
         reader.flush()
-        return reader.outline.chunks(source, self.max_chars, self.max_atomic_chars, self.separator)
+        return self.pack_sections(reader.outline.sections, {}, source)
 
 
 @dataclass

@@ -1,24 +1,17 @@
 """Markdown: one chunk per heading section, titled with its heading breadcrumb.
 
-Parsed with pyromark (pulldown-cmark: CommonMark with tables). Each top-level block
-(paragraph, list, quote, code block, table, HTML) is a unit: a section is packed into chunks
-of at most ``max_chars`` on block boundaries, code blocks and tables are never cut in the
-middle (unless one alone exceeds ``max_atomic_chars``, when it is split on lines), and an
-oversized paragraph is split on sentences. YAML front matter goes to every chunk's metadata,
-not into its text; its ``title`` heads the breadcrumb when the document has no top-level
-heading.
+Parsed with pyromark (pulldown-cmark). Each top-level block (paragraph, list, quote, code block,
+table, HTML) is a unit: a section is packed into chunks of at most ``max_chars`` on block
+boundaries, code blocks and tables are cut (on lines) only when one alone exceeds
+``max_atomic_chars``, an oversized paragraph on sentences. YAML front matter goes to every
+chunk's metadata, not its text; its ``title`` heads the breadcrumb when the document has no
+top-level heading.
 
-A chunk holds what a reader of the rendered page sees, not the markup around it: HTML and JSX
-tags and comments (``markup``), template tags (``templates``) and MyST directives, roles and
-targets (``myst``) are reduced to their text. Code is kept byte for byte: code spans and code
-blocks are masked before any reduction and put back after. The MyST reductions apply to every
-Markdown file, since MyST files are usually plain ``.md``: each construct they match (a code
-fence labelled ``{note}``, ``{ref}`` glued to a code span, a line that is only ``(label)=``)
-is markup that a CommonMark renderer would show literally, never prose, so nothing needs
-detecting first and ordinary Markdown passes through unchanged.
-
-(The original design used DuckDB's community ``markdown`` extension, which must be downloaded
-at run time and so cannot work offline or in a ``--network none`` container.)
+A chunk holds what a reader of the rendered page sees: HTML and JSX (``markup``), template tags
+(``templates``) and MyST directives, roles and targets (``myst``) are reduced to their text,
+while code is masked before any reduction and put back byte for byte. The MyST reductions apply
+to every Markdown file (MyST files are usually plain ``.md``): what they match is markup a
+CommonMark renderer would show literally, so ordinary Markdown passes through unchanged.
 """
 
 from __future__ import annotations
@@ -50,8 +43,6 @@ from .navigation import is_navigation, links_within
 from .roles import role_text
 from .templates import strip_template_tags
 
-# pulldown-cmark (Rust) parses the DuckDB docs 16x faster than markdown-it-py did; parsing was
-# the largest cost of an index run after embedding.
 _OPTIONS = pyromark.Options.ENABLE_TABLES
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it
 _FRONT_MATTER_END = ("\n---\n", "\n...\n", "\n---\r\n")
@@ -82,7 +73,7 @@ class _Heading:
 
 
 @dataclass
-class _Section:
+class Section:
     breadcrumb: list[str]
     level: int = 0  # of its heading
     blocks: list[Block] = field(default_factory=list)
@@ -113,55 +104,35 @@ class _TopLevelBlock:
 
 
 @dataclass
-class MarkdownChunker:
-    """Splits Markdown on headings.
+class SectionChunker:
+    """The base of the chunkers that split a document on its headings (Markdown, HTML, reST):
+    each section's blocks are packed into chunks titled with its breadcrumb.
 
     Args:
         max_chars: the largest chunk, in characters (a lone code block or table may exceed it).
         max_atomic_chars: a code block or table larger than this is split on lines after all.
         separator: joins the headings of a breadcrumb.
-        reduce_markup: reduce HTML/JSX, template tags and MyST markup to the text a reader
-            sees (an HTML block is then text like any other); False keeps each block as
-            written.
     """
 
     max_chars: int = DEFAULT_MAX_CHARS
     max_atomic_chars: int = 8 * DEFAULT_MAX_CHARS
     separator: str = " > "
-    reduce_markup: bool = True
-    # Whether an indented block is code (MDX has no indented code: indentation is layout).
-    indented_code: ClassVar[bool] = True
-    # Text that ``reduce_text`` could change: without a match it is not looked at again.
-    markup: ClassVar[re.Pattern[str]] = re.compile(
-        r"<[A-Za-z/!>]|&[#\w]+;|\{[%{#:]|\)=|\+\+\+|:::|\}`"
-    )
 
-    def chunk(self, text: str, source: str) -> list[Chunk]:
-        metadata, body = split_front_matter(text)
-        root = metadata.get("title") if isinstance(metadata.get("title"), str) else None
-        pieces = []
-        for section in self._sections(body, root):
-            title = self.separator.join(section.breadcrumb) or None
-            for piece in self.pack_blocks(section.blocks):
-                pieces.append((piece, title, metadata))
+    def pack_sections(
+        self, sections: list[Section], metadata: dict[str, Any], source: str
+    ) -> list[Chunk]:
+        """Chunks of the sections' blocks, titled with their breadcrumbs."""
+        pieces = [
+            (piece, self.separator.join(section.breadcrumb) or None, metadata)
+            for section in sections
+            for piece in self.pack_blocks(section.blocks)
+        ]
         return make_chunks(pieces, source)
-
-    def reduce_text(self, text: str) -> str:
-        """Text outside code as a reader sees it: markup, template tags and MyST targets
-        reduced. Dialects (MDX) extend this."""
-        text = strip_targets(strip_template_tags(strip_markup(text)))
-        return _ATTRIBUTE_LIST_LINE.sub("", text) if "{:" in text else text
-
-    def keeps_block(self, kind: str, text: str) -> bool:
-        """Whether a top-level block (its text with code masked) belongs in a chunk: a
-        paragraph of MyST comment lines does not. Dialects (MDX) extend this."""
-        return not (kind == "Paragraph" and text[:1] == "%" and is_comment(text))
 
     def pack_blocks(self, blocks: list[Block]) -> list[str]:
         """A section's blocks as chunk texts of at most ``max_chars``: cut between blocks, a
         code block or table whole unless it alone exceeds ``max_atomic_chars`` (then on
-        lines), prose on paragraphs and sentences. The reST, HTML and notebook chunkers use it
-        too."""
+        lines), prose on paragraphs and sentences."""
         units: list[str] = []
         for block in blocks:
             if block.atomic and len(block.text) <= self.max_atomic_chars:
@@ -177,18 +148,51 @@ class MarkdownChunker:
                 units.extend(split_text(block.text, self.max_chars))
         return list(pack(units, self.max_chars, "\n\n"))
 
-    def _sections(self, body: str, root: str | None) -> list[_Section]:
+
+@dataclass
+class MarkdownChunker(SectionChunker):
+    """Splits Markdown on headings (see ``SectionChunker`` for the other arguments).
+
+    Args:
+        reduce_markup: reduce HTML/JSX, template tags and MyST markup to the text a reader
+            sees (an HTML block is then text like any other); False keeps each block as
+            written.
+    """
+
+    reduce_markup: bool = True
+    # Whether an indented block is code (MDX has no indented code: indentation is layout).
+    indented_code: ClassVar[bool] = True
+    # Text that ``reduce_text`` could change: without a match it is not looked at again.
+    markup: ClassVar[re.Pattern[str]] = re.compile(
+        r"<[A-Za-z/!>]|&[#\w]+;|\{[%{#:]|\)=|\+\+\+|:::|\}`"
+    )
+
+    def chunk(self, text: str, source: str) -> list[Chunk]:
+        metadata, body = split_front_matter(text)
+        root = metadata.get("title") if isinstance(metadata.get("title"), str) else None
+        return self.pack_sections(self._sections(body, root), metadata, source)
+
+    def reduce_text(self, text: str) -> str:
+        """Text outside code as a reader sees it: markup, template tags and MyST targets
+        reduced. Dialects (MDX) extend this."""
+        text = strip_targets(strip_template_tags(strip_markup(text)))
+        return _ATTRIBUTE_LIST_LINE.sub("", text) if "{:" in text else text
+
+    def keeps_block(self, kind: str, text: str) -> bool:
+        """Whether a top-level block (its text with code masked) belongs in a chunk: a
+        paragraph of MyST comment lines does not. Dialects (MDX) extend this."""
+        return not (kind == "Paragraph" and text[:1] == "%" and is_comment(text))
+
+    def _sections(self, body: str, root: str | None) -> list[Section]:
         headings: list[tuple[int, str]] = []
-        sections = [_Section([root] if root else [])]
+        sections = [Section(breadcrumb(headings, root))]
         for item in self._blocks(body):
             if isinstance(item, Block):
                 sections[-1].blocks.append(item)
                 continue
             headings = [(level, name) for level, name in headings if level < item.level]
             headings.append((item.level, item.title))
-            has_h1 = any(level == 1 for level, _ in headings)
-            prefix = [] if has_h1 or not root else [root]
-            sections.append(_Section(prefix + [name for _, name in headings], item.level))
+            sections.append(Section(breadcrumb(headings, root), item.level))
         return _without_navigation([section for section in sections if section.blocks])
 
     def _render(self, markdown: str) -> str:
@@ -204,9 +208,8 @@ class MarkdownChunker:
             source = body.encode("utf-8")
         except UnicodeEncodeError as error:
             raise SkipFile(f"not valid UTF-8 text (at character {error.start})") from None
-        # Lines as CommonMark counts them (bytes.splitlines ends them at \n, \r\n or \r only;
-        # for str it would also split at \f, \x85, \u2028...). Bytes: the parser gives byte
-        # offsets.
+        # Lines as CommonMark counts them: bytes.splitlines, unlike str's, ends them at \n, \r\n
+        # or \r only. Bytes: the parser gives byte offsets.
         lines = source.splitlines(keepends=True)
         line_starts = list(accumulate((len(line) for line in lines), initial=0))
         fences = ColonFences()
@@ -260,13 +263,12 @@ class MarkdownChunker:
         if not self.keeps_block(block.kind, raw):
             return None
         text = self._reduce_span(raw, source, start, end, codes, fences)
+        atomic = block.kind in _ATOMIC_BLOCKS
         if block.kind == "HtmlBlock" and _HTML_CODE not in raw:
             # Indentation in HTML is layout, and the block is text now: it may be cut.
             text = "\n".join(line.strip() for line in text.split("\n"))
-            return Block(text.strip("\n"), atomic=False) if text.strip() else None
-        atomic = block.kind in _ATOMIC_BLOCKS
-        listing = block.kind in _LISTINGS
-        return Block(text.strip("\n"), atomic, listing) if text.strip() else None
+            atomic = False
+        return Block(text.strip("\n"), atomic, block.kind in _LISTINGS) if text.strip() else None
 
     def _code_block(self, code: _Code, text: str, fences: ColonFences) -> Block | None:
         if fences.dropping:
@@ -327,16 +329,22 @@ class MarkdownChunker:
     def _code_text(self, code: _Code, source: bytes) -> str:
         directive = fence_directive(code.info) if code.info else None
         if directive is None:
-            return _decode(source, code.start, code.end)
+            return source[code.start : code.end].decode()
         return render_directive(*directive, "".join(code.content), self._render)[0]
 
 
-def _without_navigation(sections: list[_Section]) -> list[_Section]:
+def breadcrumb(headings: list[tuple[int, str]], root: str | None) -> list[str]:
+    """The names of the open ``(level, name)`` headings, after ``root`` unless one is level 1."""
+    names = [name for _, name in headings]
+    return [root, *names] if root and not any(level == 1 for level, _ in headings) else names
+
+
+def _without_navigation(sections: list[Section]) -> list[Section]:
     """Sections without navigation sections (``navigation``: lists and tables of little but
     links): one whose links all stay in the tree goes; one linking elsewhere moves into the
     section before it, under a line with its heading (kept with its first block: packing
     never orphans it)."""
-    kept: list[_Section] = []
+    kept: list[Section] = []
     for section in sections:
         # Only lists and tables can be navigation: most sections are settled by that alone.
         listings = all(block.listing for block in section.blocks)
@@ -377,10 +385,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
 def _top_level_blocks(body: str) -> Iterator[_TopLevelBlock]:
     """The document's top-level blocks, from the parser's event stream, with the code spans
     and code blocks inside each (a MyST directive's content too) and a heading's inline span.
-
-    Every event of the document passes through this loop, so the nested ones (most of them)
-    get only dict membership tests: 6x less time here than naming each event's tag.
-    """
+    Every event passes through this loop: the nested ones (most) get only membership tests."""
     depth = 0
     block = _TopLevelBlock("", 0, 0)
     code: _Code | None = None
@@ -433,19 +438,13 @@ def _new_code_block(span: dict[str, int], code_block: str | dict[str, str]) -> _
     return _Code(span["start"], span["end"], "", [], indented=True)
 
 
-def _decode(source: bytes, start: int, end: int) -> str:
-    return source[start:end].decode()
-
-
 def _mask(source: bytes, start: int, end: int, codes: list[_Code]) -> str:
     """The source from ``start`` to ``end`` with each code span or block replaced by a mark."""
-    if not codes:
-        return _decode(source, start, end)
     pieces = []
     position = start
     for index, code in enumerate(codes):
-        pieces.append(_decode(source, position, code.start))
+        pieces.append(source[position : code.start].decode())
         pieces.append(_MASK.format(index))
         position = code.end
-    pieces.append(_decode(source, position, end))
+    pieces.append(source[position:end].decode())
     return "".join(pieces)

@@ -1,14 +1,10 @@
-"""HTML and JSX in Markdown text, reduced to what a reader of the rendered page sees.
+"""HTML and JSX in Markdown text (code masked), reduced to what a reader of the page sees.
 
-Tags go, their text stays: ``<b>bold</b>`` is ``bold``, ``<Tabs><TabItem label="Python">x``
-is ``x``. Comments (``<!-- -->``) and ``<script>``/``<style>`` elements go with their content.
-A component's (capitalised or dotted name) string props are kept: in MDX they carry content
-(``<PropertiesTable content={[{name: 'api', description: '...'}]} />`` holds a whole API
-reference), while an HTML element's attributes are presentation and links (``alt`` aside).
-Props that only say how or where a component is drawn (``className``, ``href``, ``size``...)
-are not kept, so ``<DocCardList />`` or ``<Check size={18} />`` leave nothing.
-
-Code is never passed here: the Markdown chunker hands over text with code masked.
+Tags go, their text stays: ``<b>bold</b>`` is ``bold``. Comments and ``<script>``/``<style>``
+elements go with their content. A component's (capitalised or dotted name) string props are
+kept, since in MDX they carry content (``<PropertiesTable content={[{name: 'api', ...}]} />``),
+but not those that say how or where it is drawn (``className``, ``href``, ``size``...). An HTML
+element's attributes are presentation and links, ``alt`` aside.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import html
 import re
 
 # Plain HTML tags (attributes of quoted strings and bare words) are removed by regex
-# substitutions, without a Python call per tag: the DuckDB docs hold 60,000 of them.
+# substitutions, without a Python call per tag: docs hold tens of thousands.
 _ATTRIBUTES = r"""(?:\s+[^\s"'<>/={}]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`{}]+))?)*\s*/?>"""
 _INLINE_ELEMENTS = (
     "a abbr b bdi bdo cite code data del dfn em i ins kbd mark q s samp small span strong sub "

@@ -1,11 +1,6 @@
-"""MDX (Markdown with JSX, as Docusaurus, Nextra and Fumadocs write docs): Markdown chunking,
-plus what MDX adds around the text.
-
-A top-level block that starts with ``import`` or ``export`` is an ES module block (MDX reads
-it so: up to the next blank line) and is dropped; so are ``{/* comments */}``. Indentation is
-layout in MDX, not an indented code block, so indented JSX is reduced like the rest. JSX components
-are reduced to their text by ``markup`` (as HTML is in any Markdown file) and Docusaurus
-admonitions (``:::tip[Title]``) by the colon-fence reader in ``myst``. Code blocks stay whole.
+"""MDX (Markdown with JSX, as Docusaurus, Nextra and Fumadocs write docs): Markdown chunking
+without ES module blocks (a paragraph starting with ``import`` or ``export``) and
+``{/* comments */}``. Indentation is layout in MDX, not an indented code block.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """MyST Markdown (Sphinx's Markdown): directives and roles reduced to the text they show.
 
-Directives come as code fences (```` ```{note} ````) or colon fences (``:::{note}``); roles as
-``{name}`` glued to a code span (``{ref}`text <target>` ``). What a directive becomes depends on
-its name (``DIRECTIVES``): its content as text (admonitions, tabs, cards, glossaries; the
-default, so an unknown directive loses nothing), a whole code block (``code-block``,
-``code-cell``, ``doctest``), nothing (navigation such as ``toctree``, and directives whose
-content is not in the file: ``include``, ``image``, ``autofunction``), or, for ``eval-rst``,
-its reStructuredText with roles and directive markup reduced.
-
-Docusaurus admonitions (``:::tip[Title]``) and Pandoc fenced divs (``::: warning``) share the
-colon-fence syntax and are read by the same code.
+Directives come as code fences (```` ```{note} ````) or colon fences (``:::{note}``, also
+Docusaurus' ``:::tip[Title]`` and Pandoc's ``::: warning``); roles as ``{name}`` glued to a code
+span. What a directive becomes depends on its name (``DIRECTIVES``); an unknown one keeps its
+content as text, so it loses nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .base import fenced
 from .roles import role_text
 
 
@@ -36,41 +31,16 @@ class Directive(Enum):
 DIRECTIVES: dict[str, Directive] = {
     **dict.fromkeys(
         [
-            "code",
-            "code-block",
-            "code-cell",
-            "sourcecode",
-            "doctest",
-            "testcode",
-            "testoutput",
-            "testsetup",
-            "jupyter-execute",
-            "ipython",
-            "mermaid",
-            "graphviz",
+            *("code", "code-block", "code-cell", "sourcecode", "doctest", "testcode"),
+            *("testoutput", "testsetup", "jupyter-execute", "ipython", "mermaid", "graphviz"),
         ],
         Directive.CODE,
     ),
-    **dict.fromkeys(
+    **dict.fromkeys(  # navigation, and directives whose content is not in the file
         [
-            "toctree",
-            "tableofcontents",
-            "contents",
-            "include",
-            "literalinclude",
-            "image",
-            "raw",
-            "index",
-            "highlight",
-            "currentmodule",
-            "module",
-            "py:module",
-            "py:currentmodule",
-            "default-role",
-            "role",
-            "bibliography",
-            "postlist",
-            "glue",
+            *("toctree", "tableofcontents", "contents", "include", "literalinclude", "image"),
+            *("raw", "index", "highlight", "currentmodule", "module", "py:module"),
+            *("py:currentmodule", "default-role", "role", "bibliography", "postlist", "glue"),
             "towncrier-draft-entries",
         ],
         Directive.DROP,
@@ -112,9 +82,7 @@ def render_directive(
         return "", False
     if kind is Directive.CODE:
         language = argument.split()[0] if argument else ""
-        code = content.strip("\n").rstrip()  # the blank line after the options goes too
-        fence = "`" * max(3, _longest_backtick_run(code) + 1)
-        return f"{fence}{language}\n{code}\n{fence}", True
+        return fenced(content.strip("\n").rstrip(), language), True
     if kind is Directive.RST:
         return reduce_rst(content), False
     text = render_markdown(content)
@@ -134,17 +102,9 @@ def _without_options(body: str) -> str:
     return "\n".join(lines[skipped:])
 
 
-def _longest_backtick_run(text: str) -> int:
-    return max((len(run) for run in re.findall(r"`+", text)), default=0)
-
-
-# Roles -------------------------------------------------------------------------------------
+# Lines that only carry markup, and roles -----------------------------------------------------
 
 ROLE_NAME = re.compile(r"\{([\w:.+-]+)\}\Z")  # at the end of the text before a code span
-
-
-# Lines that only carry markup ----------------------------------------------------------------
-
 _TARGET_OR_BREAK = re.compile(r"^[ \t]*(?:\([^\s()]+\)=|\+\+\+.*)[ \t]*(?:\n|\Z)", re.MULTILINE)
 _COMMENT_LINE = re.compile(r"%.*")
 

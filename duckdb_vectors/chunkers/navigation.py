@@ -1,13 +1,10 @@
-"""Navigation sections: a heading over little but links, as a docs site's overview pages,
-tables of contents and "Further reading" lists have them.
+"""Navigation sections: a heading over little but links (overview pages, tables of contents,
+"Further reading" lists).
 
-Alone, such a section becomes a small chunk whose words are the titles of other pages, and it
-outranks those pages on their own topics: on the DuckDB docs, "how do I read a parquet file"
-found the guides index's "Parquet Files" list of three links above the Parquet page itself.
-So the Markdown chunker leaves out a section of links within the same tree (relative paths,
-``#anchors``): the pages it lists are indexed themselves. A section of links elsewhere (a
-list of papers, downloads, other projects) holds what the index has nowhere else: it is
-folded into the section before it, where it no longer makes a chunk that is all titles.
+Alone, such a section is a small chunk of other pages' titles that outranks those pages on
+their own topics. So the Markdown chunker leaves out a section of links within the same tree
+(the pages it lists are indexed themselves) and folds a section of links elsewhere (papers,
+downloads), which holds what the index has nowhere else, into the section before it.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""Jupyter notebooks: the markdown cells as Markdown, each code cell a whole code block.
+"""Jupyter notebooks, chunked as the Markdown document they read as: markdown cells as
+written, code cells as fenced blocks in the kernel's language, under the notebook's title (its
+metadata's, else its first heading). Raw cells are left out, and so are outputs unless asked
+for: then the text/plain ones follow their cell.
 
-A notebook is read as the Markdown document it reads as: its markdown cells as written, its
-code cells as fenced blocks in the kernel's language, so the Markdown chunker gives the
-headings' breadcrumbs and keeps code blocks whole. The notebook's title (its metadata's, else
-its first heading) heads the breadcrumb of what comes before a top-level heading. Raw cells
-(text for one output format) are left out, and so are outputs unless asked for: then the
-text/plain ones (printed text, a value's repr) follow their cell, never images or other
-binary data.
-
-Read with the standard json module: a notebook is JSON, and nbformat's schema validation
-(and its jsonschema, traitlets and jupyter_core dependencies) would only turn a notebook
-that is odd but readable into a skipped file.
+Read with the json module: nbformat's schema validation would only turn a notebook that is odd
+but readable into a skipped file.
 """
 
 from __future__ import annotations
@@ -24,9 +18,8 @@ import yaml
 
 from ..errors import SkipFile
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS
+from .base import DEFAULT_MAX_CHARS, fenced
 from .markdown import MarkdownChunker
-from .outline import fenced
 
 _ANSI_ESCAPE = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours in printed output
 _HEADING = regex.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", regex.MULTILINE)
@@ -51,11 +44,11 @@ class NotebookChunker:
         for cell in notebook["cells"]:
             if not isinstance(cell, dict):
                 continue
-            kind = cell.get("cell_type")
+            kind, cell_source = cell.get("cell_type"), _joined(cell.get("source"))
             if kind == "markdown":
-                parts.append(_source(cell))
+                parts.append(cell_source)
             elif kind == "code":
-                parts.append(fenced(_source(cell), language) if _source(cell).strip() else "")
+                parts.append(fenced(cell_source, language) if cell_source.strip() else "")
                 if self.include_outputs:
                     parts.extend(fenced(output, "text") for output in _text_outputs(cell))
         document = "\n\n".join(part.strip("\n") for part in parts if part.strip())
@@ -80,12 +73,8 @@ def _load(text: str) -> dict[str, Any]:
     return notebook
 
 
-def _source(cell: dict[str, Any]) -> str:
-    """A cell's text: nbformat stores it as a string or as a list of lines."""
-    return _joined(cell.get("source", ""))
-
-
 def _joined(value: Any) -> str:
+    """Text that nbformat stores as a string or as a list of lines."""
     if isinstance(value, list):
         return "".join(part for part in value if isinstance(part, str))
     return value if isinstance(value, str) else ""

@@ -1,12 +1,10 @@
 """reStructuredText, as Sphinx projects write it: chunks titled with their section breadcrumb.
 
-docutils parses the file; Sphinx's directives and roles, which docutils does not know, are
-read leniently instead of becoming errors: admonitions and version notes keep their text under
-a label (``Changed in version 8.0: ...``), code directives become whole code blocks, navigation
-and API-generating ones (``toctree``, ``index``, ``automodule``...) are dropped, and every
-other directive keeps its argument and its content as text. A role (``:func:`~a.b.c```,
-``:ref:`Title <label>```) shows the text Sphinx would show. Docutils' own warnings are
-discarded; a file docutils fails on is indexed as plain text.
+docutils parses the file; Sphinx's directives and roles, which docutils does not know, are read
+leniently instead of becoming errors: version notes and admonitions keep their text under a
+label (``Changed in version 8.0: ...``), code directives become code blocks, navigation is
+dropped, autodoc directives give the API names they list, and any other directive keeps its
+argument and content as text. A file docutils fails on is indexed as plain text.
 """
 
 from __future__ import annotations
@@ -28,8 +26,9 @@ from docutils.transforms import frontmatter, references
 from docutils.utils import new_document
 
 from ..models import Chunk
-from .base import DEFAULT_MAX_CHARS
-from .outline import Outline, fenced
+from .base import fenced
+from .markdown import SectionChunker
+from .outline import Outline
 from .roles import role_text
 from .text import TextChunker
 
@@ -40,48 +39,26 @@ _SETTINGS = {
     "raw_enabled": False,
     "syntax_highlight": "none",  # code stays text (no Pygments)
 }
-# The transforms the text needs, of the dozen a docutils publisher runs (20% of the time):
-# substitutions replaced, the leading field list made metadata, footnotes numbered.
+# Of the transforms a docutils publisher runs, those the text needs: substitutions replaced,
+# the leading field list made metadata, footnotes numbered.
 _TRANSFORMS = [references.Substitutions, frontmatter.DocInfo, references.Footnotes]
 
 # Directives whose content is code, with its language (None: the directive's argument).
 _CODE_DIRECTIVES: dict[str, str | None] = {
-    "code": None,
-    "code-block": None,
-    "sourcecode": None,
-    "code-cell": None,
-    "code-tab": None,  # sphinx-tabs
-    "prompt": None,  # sphinx-prompt
-    "doctest": "pycon",  # sphinx.ext.doctest
-    "testcode": "python",
-    "testoutput": "",
+    **dict.fromkeys(["code", "code-block", "sourcecode", "code-cell", "code-tab", "prompt"]),
+    **dict.fromkeys(["testcode", "jupyter-execute", "click:example", "click:run"], "python"),
+    **dict.fromkeys(["graphviz", "digraph", "graph"], "dot"),
+    **dict.fromkeys(["testoutput", "productionlist"], ""),
+    "doctest": "pycon",
     "ipython": "ipython",
-    "jupyter-execute": "python",
-    "productionlist": "",
-    "click:example": "python",  # the Pallets projects' docs (Click, Flask, Jinja)
-    "click:run": "python",
     "mermaid": "mermaid",
-    "graphviz": "dot",
-    "digraph": "dot",
-    "graph": "dot",
 }
 # Navigation, settings for the build, and text pulled from elsewhere (docstrings, files).
 _DROPPED_DIRECTIVES = frozenset(
     {
-        "toctree",
-        "index",
-        "highlight",
-        "literalinclude",
-        "program",
-        "moduleauthor",
-        "sectionauthor",
-        "codeauthor",
-        "tabularcolumns",
-        "rst-class",
-        "testsetup",
-        "testcleanup",
-        "audit-event",  # CPython's docs: a table entry, rendered from the arguments
-        "audit-event-table",
+        *("toctree", "index", "highlight", "literalinclude", "program", "moduleauthor"),
+        *("sectionauthor", "codeauthor", "tabularcolumns", "rst-class", "testsetup"),
+        *("testcleanup", "audit-event", "audit-event-table"),  # (CPython's audit events)
     }
 )
 # Directives that name the module later API names are relative to (kept on the document).
@@ -110,33 +87,16 @@ _DOMAIN = regex.compile(r"^(?:py|c|cpp|js|rst|std|math):")
 _UNDEFINED_SUBSTITUTION = regex.compile(r"^\|(.+)\|_{0,2}$", regex.DOTALL)
 _NOT_TEXT = frozenset(
     {
-        "comment",
-        "system_message",
-        "substitution_definition",
-        "pending",
-        "raw",
-        "image",
-        "transition",
-        "decoration",
-        "meta",
+        *("comment", "system_message", "substitution_definition", "pending", "raw", "image"),
+        *("transition", "decoration", "meta"),
     }
 )
 _PARSE_LOCK = threading.Lock()  # the lenient lookups are swapped into docutils' modules
 
 
 @dataclass
-class RstChunker:
-    """Splits reStructuredText on its sections.
-
-    Args:
-        max_chars: the largest chunk, in characters (a lone code block or table may exceed it).
-        max_atomic_chars: a code block or table larger than this is split on lines after all.
-        separator: joins the section titles of a breadcrumb.
-    """
-
-    max_chars: int = DEFAULT_MAX_CHARS
-    max_atomic_chars: int = 8 * DEFAULT_MAX_CHARS
-    separator: str = " > "
+class RstChunker(SectionChunker):
+    """Splits reStructuredText on its sections (arguments: ``SectionChunker``'s)."""
 
     def chunk(self, text: str, source: str) -> list[Chunk]:
         try:
@@ -145,7 +105,7 @@ class RstChunker:
             return TextChunker(self.max_chars).chunk(text, source)
         outline = Outline()
         _Walker(outline).document(document)
-        return outline.chunks(source, self.max_chars, self.max_atomic_chars, self.separator)
+        return self.pack_sections(outline.sections, outline.metadata, source)
 
 
 def _parse(text: str, source: str) -> nodes.document:
@@ -235,9 +195,8 @@ class _SphinxDirective(Directive):
 
     def _api_names(self, argument: str, content: StringList) -> list[nodes.Node]:
         """An autodoc directive's API names, in full, as a list: their docstrings are in the
-        code, not here, but a page that only lists APIs (Sphinx makes a page of each) is
-        where a question naming one should land. On the Ray docs questions, 17 of 211 name
-        such a page, which was left out as "no text"."""
+        code, not here, but a page that only lists APIs is where a question naming one should
+        land."""
         module = self.state.document.get(_CURRENT_MODULE, "")
         names = [argument] if argument else []
         names += [line.strip() for line in content if line.strip() and line[:1] != ":"]
@@ -281,15 +240,10 @@ class _SphinxDirective(Directive):
 
 
 def _sphinx_role(
-    name: str,
-    rawtext: str,
-    text: str,
-    lineno: int,
-    inliner: Any,
-    options: Any = None,
-    content: Any = None,
+    name: str, rawtext: str, text: str, *_: Any, **__: Any
 ) -> tuple[list[nodes.Node], list[Any]]:
-    """A role as the text Sphinx shows for it (``roles.role_text``)."""
+    """A role as the text Sphinx shows for it (``roles.role_text``); docutils' other
+    arguments (line number, inliner, options, content) are not needed."""
     return [nodes.literal(rawtext, role_text(name, nodes.unescape(text)))], []
 
 
@@ -322,17 +276,18 @@ class _Walker:
     def body(self, node: nodes.Node, level: int, prefix: str = "") -> None:
         """Add the blocks of ``node``; ``prefix`` (a bullet, a label) leads its first one."""
         if not isinstance(node, nodes.Element):
-            self._add(prefix, node.astext())
+            self.sink.add(prefix + node.astext())
         elif node.tagname in _NOT_TEXT or "contents" in node["classes"]:
             return  # markup and generated tables of contents
         elif isinstance(node, nodes.section):
             self._section(node, level)
         elif isinstance(node, nodes.TextElement) and not isinstance(node, nodes.FixedTextElement):
-            self._add(prefix, inline_text(node))
+            self.sink.add(prefix + inline_text(node))
         elif isinstance(node, (nodes.literal_block, nodes.doctest_block, nodes.math_block)):
             self._add_atomic(prefix, fenced(node.astext(), _language(node)))
         elif isinstance(node, nodes.line_block):
-            self._add(prefix, "\n".join(inline_text(line) for line in node.findall(nodes.line)))
+            lines = (inline_text(line) for line in node.findall(nodes.line))
+            self.sink.add(prefix + "\n".join(lines))
         elif isinstance(node, nodes.table):
             self._add_atomic(prefix, _table_text(node))
         elif isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
@@ -377,10 +332,7 @@ class _Walker:
             self.body(child, level, prefix)
             prefix = ""
         if prefix.strip(" -:.0123456789"):
-            self._add("", prefix.rstrip(": "))  # a term or label with nothing after it
-
-    def _add(self, prefix: str, text: str) -> None:
-        self.sink.add(prefix + text)
+            self.sink.add(prefix.rstrip(": "))  # a term or label with nothing after it
 
     def _add_atomic(self, prefix: str, text: str) -> None:
         if prefix.strip(" -:.0123456789"):  # a label, not a bullet

@@ -1,15 +1,10 @@
-"""Template tags in Markdown sources (Jekyll's Liquid, Jinja, Hugo shortcodes), reduced to
-what stays meaningful without the site generator that would have expanded them.
+"""Template tags in Markdown text outside code (Jekyll's Liquid, Jinja, Hugo shortcodes),
+reduced to what stays meaningful without the site generator.
 
 A tag that names a page (Liquid ``{% link docs/x.md %}`` and ``{% post_url slug %}``, Hugo
 ``{{< ref "x.md" >}}``) becomes that name, so ``[text]({% link docs/x.md %})`` ends up as the
-ordinary relative link ``[text](docs/x.md)``: it still tells the reader where to go next, and
-it is the path of the linked file in an index built from the site's root. Every other tag
-(``{% include %}``, ``{% if %}``, ``{{ site.version }}``, ``{# comment #}``, ``{{% notice %}}``)
-is dropped: its output is not in the source, and the text between paired tags stays. A
-Liquid ``{% comment %}`` block goes whole.
-
-Code is never passed here: a Jinja tutorial's code sample keeps its tags.
+relative link ``[text](docs/x.md)``. Every other tag is dropped (its output is not in the
+source), the text between paired tags stays, and a Liquid ``{% comment %}`` block goes whole.
 """
 
 from __future__ import annotations

@@ -10,11 +10,7 @@ from .base import DEFAULT_MAX_CHARS, make_chunks, split_text
 
 @dataclass
 class TextChunker:
-    """Splits on blank lines, packing paragraphs into chunks of at most ``max_chars``.
-
-    Args:
-        max_chars: the largest chunk, in characters.
-    """
+    """Splits on blank lines, packing paragraphs into chunks of at most ``max_chars``."""
 
     max_chars: int = DEFAULT_MAX_CHARS
 

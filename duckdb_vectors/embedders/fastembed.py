@@ -1,9 +1,8 @@
 """Local embeddings: ``fastembed:<model>`` and ``hf:<repo-id>``.
 
 Transformers run on fastembed's ONNX runtime. Static models (a folder in the model2vec layout)
-are embedded by ``static.StaticModel``, which gives fastembed's vectors without importing it:
-a one-shot search saves ~0.45 s and a reader 50-70 MB. A static model fastembed has just
-downloaded is embedded by ``StaticModel`` too, so an index and its queries always share one
+are embedded by ``static.StaticModel``, which gives fastembed's vectors without importing it;
+one that fastembed has just downloaded is too, so an index and its queries always share one
 implementation.
 """
 
@@ -21,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -31,16 +30,14 @@ from ..errors import EmbedderError
 from .base import BaseEmbedder, EmbedderSpec, as_matrix, fingerprint_directory
 from .static import StaticModel, is_static_model, windows_needed
 
-# A transformer's attention memory grows with batch x tokens^2: 256 chunks of 512 tokens took
-# MiniLM-L6 past 24 GB (killed); 16 kept it near 2 GB and ran no slower than 32 or 64.
+# A transformer's attention memory grows with batch x tokens^2: larger batches of long chunks
+# take gigabytes and run no faster.
 _TRANSFORMER_BATCH = 16
-# When fastembed downloads a static model it loads it once before StaticModel takes over:
-# memory-mapped, that costs no read of the table. fastembed's ONNX models ignore the option.
+# A static model fastembed downloads is loaded once by it too: memory-mapped, without reading
+# the table. fastembed's ONNX models ignore the option.
 _MODEL_OPTIONS = {"mmap": True}
-# Static models sum token vectors with one matrix product per batch. On 2 cores, OpenBLAS's
-# threads made that 1.3x slower (they spin while the tokenizer's own threads run) and, while
-# indexing, took the core that chunking and writing need: documents are embedded with one
-# BLAS thread (bench/index_throughput.py). The limit is process-wide while it lasts.
+# Documents are embedded with one BLAS thread: more only spin against the tokenizer's threads
+# and take the core that chunking and writing need. The limit is process-wide while it lasts.
 _BLAS = ThreadpoolController()
 logger = logging.getLogger(__name__)
 # Set by quiet_fastembed_logs: fastembed's log lines go off when it is imported.
@@ -49,18 +46,6 @@ _OFFLINE_HINT = (
     "set DUCKDB_VECTORS_MODEL_PATH (or model_path=) to a local copy of the model, "
     "or allow network access so it can be downloaded"
 )
-
-
-class LoadedModel(Protocol):
-    """A model ready to embed: a static model, or a transformer run by fastembed."""
-
-    directory: Path
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def windows(self, texts: Sequence[str]) -> list[int]: ...
 
 
 class TransformerModel:
@@ -79,6 +64,9 @@ class TransformerModel:
 
     def windows(self, texts: Sequence[str]) -> list[int]:
         return windows_needed(self.model.model.tokenizer, texts)
+
+
+LoadedModel = StaticModel | TransformerModel
 
 
 class FastEmbedEmbedder(BaseEmbedder):
@@ -174,11 +162,10 @@ class FastEmbedEmbedder(BaseEmbedder):
 
     def _load_with_fastembed(self) -> Any:
         TextEmbedding = _import_fastembed(self.spec)  # late: onnxruntime is slow to import
-
         if self.model_path is not None:
             return self._load_local(TextEmbedding, Path(self.model_path))
-        # Offline, fastembed retries the hub for ~40 s before it gives up: when the hub cannot
-        # be reached, only the local cache is tried, and a miss fails at once.
+        # Offline, fastembed retries the hub for long before it gives up: when the hub cannot be
+        # reached, only the local cache is tried, and a miss fails at once.
         offline = hub_unreachable()
         if not offline and not self._cached():
             logger.warning(
@@ -310,9 +297,8 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
             ) from error
 
 
-# How fastembed's model list describes a model trained on English alone ("Text embeddings,
-# Unimodal (text), English, 512 input tokens truncation, ..."; gte-base says "supports English
-# only input text"); multilingual ones say "Multilingual (~50 languages)" and the like.
+# How fastembed's model list describes a model trained on English alone ("..., English, 512
+# input tokens truncation, ..." or "supports English only input text").
 _ENGLISH_ONLY = re.compile(r"(?:^|, )(?:English|supports English only input text)(?:,|$)")
 
 

@@ -14,11 +14,8 @@ DEFAULT_DIMENSION = 256
 
 
 class HashingEmbedder(BaseEmbedder):
-    """Feature hashing of tokens into a signed bag-of-words vector, L2-normalised.
-
-    Args:
-        dimension: width of the vectors.
-    """
+    """Feature hashing of tokens into a signed bag-of-words vector of ``dimension`` floats,
+    L2-normalised."""
 
     def __init__(self, dimension: int = DEFAULT_DIMENSION) -> None:
         super().__init__()

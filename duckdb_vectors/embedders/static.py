@@ -1,17 +1,13 @@
 """Static (model2vec-layout) models embedded with ``tokenizers`` and numpy alone.
 
 A static model is a tokenizer plus a table of token vectors: a text's vector is the normalised
-mean of its tokens' rows. fastembed computes that too, but importing it imports onnxruntime
-(~0.45 s per one-shot search, 50-70 MB of a reader's RSS) for a model that runs no network.
+mean of its tokens' rows. fastembed computes that too, but importing it imports onnxruntime.
 
-Why not a library: model2vec's vectors differ from fastembed's (it averages in the table's
-float16 and cuts long texts by characters before tokenizing: cosine down to 0.975 on the DuckDB
-docs), so an index built by fastembed would be searched with other vectors; and the
-``safetensors`` package copies a tensor into memory for numpy (the whole table), while the
-table must stay memory-mapped. So this module repeats fastembed 0.9.1's arithmetic step for
-step (truncation to 512 tokens, unknown tokens left out, one float32 sum for a single text, a
-count-matrix product per batch of 256 otherwise) and gives bit-identical vectors;
-tests/test_static_embedder.py compares the two on thousands of real and odd texts.
+This module repeats fastembed 0.9.1's arithmetic step for step (truncation to 512 tokens,
+unknown tokens left out, one float32 sum for a single text, a count-matrix product per batch of
+256 otherwise), so that an index built by fastembed is searched with bit-identical vectors
+(tests/test_static_embedder.py). model2vec's vectors differ from fastembed's, and the
+``safetensors`` package copies the table into memory, where it must stay memory-mapped.
 """
 
 from __future__ import annotations
@@ -30,40 +26,29 @@ if TYPE_CHECKING:
 TABLE_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 _TABLE = "embeddings"
-# Vocabulary-quantised models map token ids to shared rows ("mapping") and scale each token's
-# row ("weights").
-_MAPPING = "mapping"
-_WEIGHTS = "weights"
 MAX_TOKENS = 512
 BATCH = 256
 # A batch's (texts x distinct tokens) count matrix is split in halves above this many cells:
-# it bounds pooling's temporary memory (~60 MB) whatever the texts.
+# it bounds pooling's temporary memory whatever the texts.
 POOLING_CELLS = 4_000_000
 _NORM_FLOOR = 1e-12
-_DTYPES = {
-    "F64": "<f8",
-    "F32": "<f4",
-    "F16": "<f2",
-    "I64": "<i8",
-    "I32": "<i4",
-    "I16": "<i2",
-    "I8": "i1",
-    "U8": "u1",
-    "BOOL": "?",
-}
+_DTYPES = dict(
+    F64="<f8", F32="<f4", F16="<f2", I64="<i8", I32="<i4", I16="<i2", I8="i1", U8="u1", BOOL="?"
+)
 
 
 class StaticModel:
     """A static model's tokenizer and memory-mapped vector table, loaded from ``directory``."""
 
     def __init__(self, directory: Path) -> None:
-        from tokenizers import Tokenizer  # 20 ms; only a model that embeds needs it
+        from tokenizers import Tokenizer  # late: only a model that embeds needs it
 
         self.directory = directory
         tensors = read_safetensors(directory / TABLE_FILE)
         self.embeddings = tensors[_TABLE]
-        self.mapping = tensors.get(_MAPPING)
-        self.weights = tensors.get(_WEIGHTS)
+        # Vocabulary-quantised models map token ids to shared rows and scale each token's row.
+        self.mapping = tensors.get("mapping")
+        self.weights = tensors.get("weights")
         self.tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.tokenizer.no_padding()
@@ -140,8 +125,7 @@ def windows_needed(
     tokenizer: Tokenizer, texts: Sequence[str], special_tokens: bool = True
 ) -> list[int]:
     """How many windows of a truncating tokenizer each text fills (tokenized as its model
-    tokenizes it): the first, and one per piece it overflows into. fastembed embeds only the
-    first (512 tokens for most BERT-style models; a static model's table, 512 here too)."""
+    tokenizes it): the first, and one per piece it overflows into. Only the first is embedded."""
     encodings = tokenizer.encode_batch_fast(list(texts), add_special_tokens=special_tokens)
     return [1 + len(encoding.overflowing) for encoding in encodings]
 
@@ -201,11 +185,8 @@ def _safetensors_header(path: Path) -> tuple[dict[str, dict], int]:
 
 def _unknown_token_id(tokenizer: Tokenizer, tokenizer_file: Path) -> int | None:
     """The id of the tokenizer's unknown token, if it has one: it means nothing in a static
-    model, so it is left out of the mean.
-
-    BPE, WordPiece and WordLevel models name it, and the loaded tokenizer looks it up; only a
-    Unigram model keeps it as an id the bindings do not show, read from the file (parsing the
-    file again took 0.05-0.1 s of a one-shot search)."""
+    model, so it is left out of the mean. Only a Unigram model keeps it as an id the bindings
+    do not show: it is read from the file."""
     from tokenizers.models import Unigram
 
     model = tokenizer.model
