@@ -839,6 +839,9 @@ Examples:
     help="The query in the skill's example search [default: a document's title].",
 )
 @click.option("--stdout", "to_stdout", is_flag=True, help="Print SKILL.md instead of writing it.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the skill as JSON instead of writing it."
+)
 @max_age_option
 def skill(
     url: str | None,
@@ -848,6 +851,7 @@ def skill(
     about: str | None,
     example_query: str | None,
     to_stdout: bool,
+    as_json: bool,
     max_age: float | None,
 ) -> None:
     """Write an Agent Skill (NAME/SKILL.md) that tells an agent with a shell how to search a
@@ -870,7 +874,9 @@ def skill(
     else:
         require_extra("bake", "a skill for an image", ("docker",))
         made = image_skill(image or "", options)
-    if to_stdout:
+    if as_json:
+        click.echo(made.model_dump_json(indent=2))
+    elif to_stdout:
         click.echo(made.text, nl=False)
     else:
         click.echo(write_skill(out, made))

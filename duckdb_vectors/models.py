@@ -88,6 +88,16 @@ class PublishedSource(BaseModel):
     age_seconds: float | None = Field(None, description="Seconds since checked_at.")
 
 
+class Example(BaseModel):
+    """What an index's skill shows (``skill --json``; a baked image's label): a document to
+    fetch, its first chunk, and a query that finds that document first by keywords (None when
+    no title of the index makes one)."""
+
+    source: str
+    chunk_id: str
+    query: str | None = None
+
+
 class IndexReport(BaseModel):
     """What ``VectorStore.report()`` (and ``duckdb-vectors report``) tells about an index."""
 

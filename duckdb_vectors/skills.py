@@ -18,16 +18,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from string import Template
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 import yaml
+from pydantic import BaseModel, Field
 
 from .config import DEFAULT_MAX_AGE, describe_age, is_url
 from .errors import SkillError
 from .index.manifest import Manifest, package_version
 from .index.slices import SliceCount
 from .index.terms import QUESTION_WORDS
+from .models import Example
 
 if TYPE_CHECKING:
     from .store import VectorStore
@@ -105,9 +107,7 @@ class IndexFacts:
     source_count: int | None
     sources: list[str] = field(default_factory=list)  # empty when only labels are known
     manifest: Manifest | None = None
-    example_source: str | None = None  # a document to fetch in the examples
-    example_chunk: str | None = None  # and its first chunk
-    example_query: str | None = None  # a heading a search finds its page by
+    example: Example | None = None
 
     @classmethod
     def from_store(cls, store: VectorStore) -> IndexFacts:
@@ -118,12 +118,13 @@ class IndexFacts:
         if not sources:
             raise SkillError(f"{store.db_path} holds no documents to describe: index some first")
         by_depth = sorted(sources, key=lambda source: (len(PurePosixPath(source).parts), source))
-        source, chunk, query = _example(store, by_depth)
-        return cls(report.chunk_count, len(sources), sources, manifest, source, chunk, query)
+        return cls(report.chunk_count, len(sources), sources, manifest, _example(store, by_depth))
 
     @classmethod
-    def from_image(cls, manifest: Manifest, source_count: int | None) -> IndexFacts:
-        return cls(manifest.chunk_count, source_count, [], manifest)
+    def from_image(
+        cls, manifest: Manifest, source_count: int | None, example: Example | None
+    ) -> IndexFacts:
+        return cls(manifest.chunk_count, source_count, [], manifest, example)
 
     def topics(self, limit: int = TOPICS_SHOWN) -> list[str]:
         """The largest groups of documents: folders (with their document counts) below the
@@ -150,9 +151,14 @@ class SkillOptions:
     example_query: str | None = None
 
 
-class Skill(NamedTuple):
+class Skill(BaseModel):
+    """A skill (``skill --json`` prints it)."""
+
     name: str
-    text: str  # SKILL.md
+    text: str = Field(description="SKILL.md.")
+    example: Example | None = Field(
+        None, description="What its examples show; None for an image baked without one."
+    )
 
 
 def url_skill(url: str, options: SkillOptions, *, max_age: float | None = None) -> Skill:
@@ -185,7 +191,7 @@ def image_skill(image: str, options: SkillOptions) -> Skill:
     from .container.labels import inspect_image
 
     found = inspect_image(image)
-    facts = IndexFacts.from_image(found.manifest, found.source_count)
+    facts = IndexFacts.from_image(found.manifest, found.source_count, found.example)
     return render_skill(SkillTarget("image", image), facts, options)
 
 
@@ -194,9 +200,10 @@ def render_skill(target: SkillTarget, facts: IndexFacts, options: SkillOptions) 
     name = check_name(options.name or target.default_name())
     topics = facts.topics()
     subject = options.about or f"the {name} index"
-    query = options.example_query or facts.example_query or _name_words(facts.example_source)
-    source = facts.example_source or PLACEHOLDER_SOURCE
-    chunk = facts.example_chunk or PLACEHOLDER_CHUNK
+    example = facts.example
+    query = options.example_query or (example and example.query) or _name_words(example)
+    source = example.source if example else PLACEHOLDER_SOURCE
+    chunk = example.chunk_id if example else PLACEHOLDER_CHUNK
     front = {
         "name": name,
         "description": _description(subject, facts, topics),
@@ -224,7 +231,7 @@ def render_skill(target: SkillTarget, facts: IndexFacts, options: SkillOptions) 
         "placeholders": _placeholders(facts),
         "fallback": _fallback(target, facts, options, query),
     }
-    return Skill(name, Template(_TEMPLATE).substitute(fields))
+    return Skill(name=name, text=Template(_TEMPLATE).substitute(fields), example=example)
 
 
 def write_skill(folder: Path, skill: Skill) -> Path:
@@ -247,14 +254,15 @@ def front_matter(text: str) -> dict:
     return parsed
 
 
-def _name_words(source: str | None) -> str:
+def _name_words(example: Example | None) -> str:
     """The words of a document's name (``guides/getting-started.md``: "getting started"), for
-    an index whose headings say nothing (or an image, whose labels hold no headings)."""
-    words = re.sub(r"[\W_]+", " ", PurePosixPath(source).stem).strip() if source else ""
+    an index whose headings say nothing (or an image baked before images carried an example)."""
+    stem = PurePosixPath(example.source).stem if example else ""
+    words = re.sub(r"[\W_]+", " ", stem).strip()
     return words if words and not words.isdigit() else "overview"
 
 
-def _example(store: VectorStore, sources: list[str]) -> tuple[str, str, str | None]:
+def _example(store: VectorStore, sources: list[str]) -> Example:
     """The document the examples show, its first chunk, and the example query: the first of
     ``sources`` whose title finds it first by keywords, and that title ("Reading Parquet Files",
     not "Overview", which any page has); else the first document, and no query."""
@@ -264,8 +272,8 @@ def _example(store: VectorStore, sources: list[str]) -> tuple[str, str, str | No
         if _queryable(title):
             hits = store.query_text(title, top_k=1, one_per_source=True)
             if hits and hits[0].chunk.source == source:
-                return source, first.chunk_id, title
-    return sources[0], store.document(sources[0])[0].chunk_id, None
+                return Example(source=source, chunk_id=first.chunk_id, query=title)
+    return Example(source=sources[0], chunk_id=store.document(sources[0])[0].chunk_id)
 
 
 def _queryable(title: str) -> bool:
@@ -276,7 +284,7 @@ def _queryable(title: str) -> bool:
 
 
 def _placeholders(facts: IndexFacts) -> str:
-    if facts.example_source is not None:
+    if facts.example is not None:
         return ""
     return (
         f"\nReplace `{PLACEHOLDER_SOURCE}` with a hit's `source` and `{PLACEHOLDER_CHUNK}` with a"
@@ -359,7 +367,7 @@ def _fallback(target: SkillTarget, facts: IndexFacts, options: SkillOptions, que
         pull = f"docker pull {shlex.quote(target.location)}"
         return Template(_IMAGE_FALLBACK).substitute(image=target.location, built=built, pull=pull)
     if target.kind == "file":
-        source = facts.example_source or PLACEHOLDER_SOURCE
+        source = facts.example.source if facts.example else PLACEHOLDER_SOURCE
         return Template(_FILE_FALLBACK).substitute(
             path=target.location,
             sql_search=_sql(

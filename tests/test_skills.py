@@ -21,6 +21,7 @@ from test_remote import IndexServer
 from duckdb_vectors import Manifest, UrlRule, VectorStore, index_folder
 from duckdb_vectors.container.labels import ImageManifest
 from duckdb_vectors.index.slices import SliceCount
+from duckdb_vectors.models import Example
 from duckdb_vectors.skills import (
     MAX_COMPATIBILITY_CHARS,
     MAX_DESCRIPTION_CHARS,
@@ -231,6 +232,9 @@ def test_every_command_of_a_local_file_skill_answers_from_any_folder(
     assert {shlex.split(line)[0] for line in lines} == {"duckdb-vectors", "duckdb"}
     query, example = shlex.split(lines[0])[2], shlex.split(lines[2])[2]
     assert len(query.split()) >= 2, query
+    as_json = json.loads(run_cli("skill", "--db", str(index), "--json").stdout)
+    assert as_json["text"] == text and as_json["example"]["source"] == example
+    assert as_json["example"]["query"] == query  # what `bake` puts in an image's labels
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = agent_env | {"PATH": f"{oldest}{os.pathsep}{agent_env['PATH']}"}
@@ -250,7 +254,10 @@ def test_every_command_of_a_local_file_skill_answers_from_any_folder(
             assert answer["source"] == example and answer["text"].strip()
 
 
-def image_manifest() -> ImageManifest:
+OPTIONS = SkillOptions(about="the Acme manual")
+
+
+def image_manifest(example: Example | None = None) -> ImageManifest:
     manifest = Manifest(
         backend=DEFAULT_BACKEND,
         dimension=256,
@@ -265,16 +272,30 @@ def image_manifest() -> ImageManifest:
         ],
         built_at=datetime(2026, 5, 4, 12, 0, tzinfo=UTC),
     )
-    return ImageManifest("sha256:0123", manifest, 30)
+    return ImageManifest("sha256:0123", manifest, 30, example)
 
 
 def test_a_baked_image_skill_from_its_labels() -> None:
+    found = image_manifest(Example(source="guide/install.md", chunk_id="c1", query="Install Acme"))
+    target = SkillTarget("image", "registry.example.com/team/acme-docs:1.0")
+    skill = render_skill(
+        target, IndexFacts.from_image(found.manifest, found.source_count, found.example), OPTIONS
+    )
+    lines = commands(skill.text)
+    run = "docker run --rm --network none registry.example.com/team/acme-docs:1.0"
+    assert f"{run} search 'Install Acme' --json --one-per-source --max-tokens 6000" in lines
+    assert f"{run} fetch guide/install.md --json --max-tokens 4000" in lines
+    assert f"{run} fetch c1 --json --context 1" in lines
+    assert PLACEHOLDER_SOURCE not in skill.text and PLACEHOLDER_CHUNK not in skill.text
+
+
+def test_an_image_baked_without_an_example_gets_placeholders() -> None:
     found = image_manifest()
     target = SkillTarget("image", "registry.example.com/team/acme-docs:1.0")
     skill = render_skill(
         target,
-        IndexFacts.from_image(found.manifest, found.source_count),
-        SkillOptions(about="the Acme manual"),
+        IndexFacts.from_image(found.manifest, found.source_count, found.example),
+        OPTIONS,
     )
     assert skill.name == "acme-docs"  # as the image's catalog entry names it
     front = check_front_matter(skill.text, skill.name)

@@ -25,8 +25,9 @@ from ..config import DEFAULT_BACKEND, DEFAULT_BASE_IMAGE, Settings
 from ..errors import BakeError, BakeInputError, DuckDBVectorsError
 from ..index.terms import checked_language
 from ..indexer import FileProblem, IndexSummary, first_indexable_file
-from ..models import IndexReport
+from ..models import Example, IndexReport
 from ..progress import StatusLine
+from ..skills import Skill
 from . import engine
 from .catalog import SERVER_METADATA_LABEL, as_yaml, server_entry, write_catalog_entry
 from .context import RUNTIME_DOCKERFILE, dockerfile_context, write_context
@@ -34,6 +35,7 @@ from .labels import manifest_labels
 
 MANIFEST_IN_IMAGE = "/app/manifest.json"
 INDEX_SUMMARY_IN_IMAGE = "/app/index-summary.json"
+INDEX_IN_IMAGE = "/app/vectors.duckdb"  # Dockerfile.runtime's DUCKDB_VECTORS_DB_PATH
 _NAME_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE_REFERENCE = re.compile(
     rf"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?{_NAME_PART}(?:/{_NAME_PART})*(?::\w[\w.-]{{0,127}})?"
@@ -123,11 +125,13 @@ def bake(
         indexed = IndexSummary.model_validate_json(
             engine.read_file(client, built, INDEX_SUMMARY_IN_IMAGE)
         )
+        status.final("asking the image for its skill's example search")
+        example = _skill_example(client, built)
         status.final("asking the image's MCP server for its tools (no command, stdin attached)")
         described = _mcp_describe(client, built, "the image's MCP server did not describe itself")
         entry = server_entry(tag, report, described, labels)
         all_labels = (
-            manifest_labels(report, base_image)
+            manifest_labels(report, base_image, example)
             | {SERVER_METADATA_LABEL: as_yaml(entry)}
             | (labels or {})
         )
@@ -140,7 +144,8 @@ def bake(
         cold_search = None
         if verify:
             status.final("verifying: a hardened search, and MCP over stdin with no command")
-            cold_search = verify_image(client, labelled, _probe_query(report))
+            query = example.query if example and example.query else _probe_query(report)
+            cold_search = verify_image(client, labelled, query)
         image = engine.tag_image(client, labelled, tag)
         if catalog_file is not None:
             write_catalog_entry(catalog_file, entry, tag)
@@ -198,6 +203,22 @@ def _mcp_describe(client: docker.DockerClient, image: str, failure: str) -> engi
         return engine.mcp_describe(client, image)
     except DuckDBVectorsError as error:
         raise BakeError(f"{failure}: {error}") from None
+
+
+def _skill_example(client: docker.DockerClient, image: str) -> Example | None:
+    """What ``skill --image`` will show: the image's own ``skill --json`` for its index (a
+    title that finds its page), run in it, hardened."""
+    try:
+        result = engine.run(client, image, ["skill", "--db", INDEX_IN_IMAGE, "--json"])
+    except DuckDBVectorsError as error:
+        raise BakeError(f"the image did not describe its skill: {error}") from None
+    if result.exit_code != 0:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise BakeError(f"`skill` in the image exited {result.exit_code}: {last}")
+    try:
+        return Skill.model_validate_json(result.stdout).example
+    except ValueError:
+        raise BakeError("`skill --json` in the image printed no skill") from None
 
 
 def _probe_query(report: IndexReport) -> str:

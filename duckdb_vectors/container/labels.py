@@ -13,19 +13,24 @@ from docker.errors import ImageNotFound
 
 from ..errors import ImageError
 from ..index.manifest import Manifest
-from ..models import IndexReport
+from ..models import Example, IndexReport
 from . import engine
 
 PREFIX = "io.duckdb-vectors."
 SOURCE_COUNT = PREFIX + "source-count"
+# What an image's skill shows (``skill --json``'s ``example``, as JSON), set by ``bake``.
+EXAMPLE = PREFIX + "example"
 
 
 def _label(field: str) -> str:
     return PREFIX + field.replace("_", "-")
 
 
-def manifest_labels(report: IndexReport, base_image: str) -> dict[str, str]:
-    """Labels for an image holding the index ``report`` describes."""
+def manifest_labels(
+    report: IndexReport, base_image: str, example: Example | None = None
+) -> dict[str, str]:
+    """Labels for an image holding the index ``report`` describes (and its skill's
+    ``example``)."""
     if report.manifest is None:
         raise ValueError("the index has no manifest")
     manifest = Manifest.model_validate(report.manifest)
@@ -35,6 +40,8 @@ def manifest_labels(report: IndexReport, base_image: str) -> dict[str, str]:
         if value is not None
     }
     labels[SOURCE_COUNT] = str(len(report.sources))
+    if example is not None:
+        labels[EXAMPLE] = example.model_dump_json()
     labels |= {
         "org.opencontainers.image.title": "duckdb-vectors index",
         "org.opencontainers.image.description": (
@@ -77,6 +84,7 @@ class ImageManifest(NamedTuple):
     image_id: str
     manifest: Manifest
     source_count: int | None
+    example: Example | None
 
 
 def inspect_image(reference: str) -> ImageManifest:
@@ -96,4 +104,5 @@ def inspect_image(reference: str) -> ImageManifest:
             " `duckdb-vectors bake`, or read /app/manifest.json inside it"
         )
     count = labels.get(SOURCE_COUNT, "")
-    return ImageManifest(image.id, manifest, int(count) if count.isdigit() else None)
+    example = Example.model_validate_json(labels[EXAMPLE]) if EXAMPLE in labels else None
+    return ImageManifest(image.id, manifest, int(count) if count.isdigit() else None, example)
