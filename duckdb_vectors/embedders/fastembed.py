@@ -28,7 +28,14 @@ from threadpoolctl import ThreadpoolController
 
 from ..errors import EmbedderError
 from .base import BaseEmbedder, EmbedderSpec, as_matrix, fingerprint_directory
-from .static import StaticModel, is_static_model, windows_needed
+from .static import (
+    STATIC_CONFIG_FILE,
+    TABLE_FILE,
+    TOKENIZER_FILE,
+    StaticModel,
+    is_static_model,
+    windows_needed,
+)
 
 # A transformer's attention memory grows with batch x tokens^2: larger batches of long chunks
 # take gigabytes and run no faster.
@@ -134,6 +141,8 @@ class FastEmbedEmbedder(BaseEmbedder):
         if self.model_path is not None and not Path(self.model_path).is_dir():
             raise EmbedderError(f"model path {self.model_path} is not a directory")
         folder = Path(self.model_path) if self.model_path else self._cached_folder()
+        if folder is None and find_spec("fastembed") is None:
+            folder = self._download_static()
         if folder is not None and is_static_model(folder):
             return self._load_static(folder)
         model = self._load_with_fastembed()
@@ -147,6 +156,36 @@ class FastEmbedEmbedder(BaseEmbedder):
             return StaticModel(folder)
         except Exception as error:  # tokenizers raises a bare Exception for a bad tokenizer.json
             raise self._unloadable(folder, error) from error
+
+    def _download_static(self) -> Path:
+        """Without fastembed (the core install), a static model is downloaded by the hub client
+        alone into fastembed's cache layout: its three files, never a transformer's weights (its
+        ``config.json`` says which it is first). Anything else needs fastembed."""
+        from huggingface_hub import hf_hub_download
+
+        if hub_unreachable():
+            raise EmbedderError(
+                f"cannot load model {self.model_name} for {self.spec}: it is not cached and the"
+                f" Hugging Face hub cannot be reached; {_OFFLINE_HINT}"
+            )
+        cache = str(_fastembed_cache(self.cache_dir))
+        try:
+            config = Path(hf_hub_download(self.model_name, STATIC_CONFIG_FILE, cache_dir=cache))
+            if json.loads(config.read_text(encoding="utf-8")).get("model_type") != "model2vec":
+                _import_fastembed(self.spec)  # a transformer: says to install the onnx extra
+            logger.warning(
+                "downloading model %s from the Hugging Face hub (once; set"
+                " DUCKDB_VECTORS_MODEL_PATH to use a local copy instead)",
+                self.model_name,
+            )
+            for name in (TOKENIZER_FILE, TABLE_FILE):
+                hf_hub_download(self.model_name, name, cache_dir=cache)
+        except (OSError, ValueError) as error:  # the hub client's errors derive from these
+            raise EmbedderError(
+                f"cannot download {self.model_name} for {self.spec}: {_reason(error)};"
+                f" {_OFFLINE_HINT}"
+            ) from error
+        return config.parent
 
     def _cached_folder(self) -> Path | None:
         """The snapshot folder of ``model_name`` in fastembed's cache (hub layout: refs/main

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 TABLE_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
+STATIC_CONFIG_FILE = "config.json"  # model2vec's: {"model_type": "model2vec", ...}
 _TABLE = "embeddings"
 MAX_TOKENS = 512
 BATCH = 256
