@@ -918,8 +918,11 @@ def _stopped_by_signals() -> Iterator[None]:
     try:
         yield
     finally:
+        # Once the new index is in place the run has done its work: a signal from now until
+        # the process ends must not report it as interrupted (the startup handler would).
+        done = staging.published()
         for number, handler in zip(signals, previous, strict=True):
-            signal.signal(number, handler)
+            signal.signal(number, signal.SIG_IGN if done else handler)
 
 
 def main() -> None:

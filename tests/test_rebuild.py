@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -118,6 +119,37 @@ def test_a_run_stopped_at_any_moment_leaves_the_index_as_it_was(
         assert stderr.splitlines()[-1] == "Interrupted.", stderr
         assert what_it_answers(index) == before
     assert sorted(path.name for path in tmp_path.iterdir()) == ["docs.duckdb"]
+
+
+# The console script, then a signal as the process ends (the moment the timed cases above
+# reach only by chance): the command's own handlers are gone, the startup ones are back.
+SIGNALLED_AT_EXIT = """
+import os, signal, sys, time
+from duckdb_vectors import console
+sys.argv = ["duckdb-vectors", *sys.argv[1:]]
+console.main()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(1)
+"""
+
+
+def test_a_signal_after_the_new_index_is_in_place_is_not_an_interruption(
+    served: dict, tmp_path: Path
+) -> None:
+    index = tmp_path / "docs.duckdb"
+    shutil.copyfile(served["index"], index)
+    tree = copy_docs(tmp_path / "tree", ("data/json",))
+    arguments = ["index", str(tree), "--db", str(index), "--language", "german", "--no-progress"]
+    run = subprocess.run(
+        [sys.executable, "-c", SIGNALLED_AT_EXIT, *arguments],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0 and "Interrupted." not in run.stderr, run.stderr
+    manifest, _ = what_it_answers(index)
+    assert manifest["language"] == "german"
 
 
 def test_a_run_that_fails_leaves_the_index_and_nothing_else(
