@@ -29,15 +29,17 @@ if TYPE_CHECKING:
         InvalidFilterError,
         InvalidRankingSQLError,
         InvalidSettingError,
+        InvalidSourceError,
         InvalidUrlError,
         NotAnIndexError,
         ReadOnlyError,
         SliceError,
     )
-    from .index.manifest import Manifest
-    from .indexer import IndexSummary, index_folder
+    from .index.manifest import Manifest, SourceRecord
+    from .indexer import IndexSummary, index_folder, index_source
     from .models import Chunk, IndexReport, SearchResult, SearchResults, VectorPage
     from .parquet_import import ParquetSummary, index_parquet
+    from .sources import Source, SourceOptions, open_source
     from .store import VectorStore, WriteStats
 
 # Each public name, and the module that holds it.
@@ -58,6 +60,7 @@ _MODULES = {
             "InvalidFilterError",
             "InvalidRankingSQLError",
             "InvalidSettingError",
+            "InvalidSourceError",
             "InvalidUrlError",
             "NotAnIndexError",
             "ReadOnlyError",
@@ -66,13 +69,16 @@ _MODULES = {
         "errors",
     ),
     "Manifest": "index.manifest",
+    "SourceRecord": "index.manifest",
     "IndexSummary": "indexer",
     "index_folder": "indexer",
+    "index_source": "indexer",
     **dict.fromkeys(
         ("Chunk", "IndexReport", "SearchResult", "SearchResults", "VectorPage"), "models"
     ),
     "ParquetSummary": "parquet_import",
     "index_parquet": "parquet_import",
+    **dict.fromkeys(("Source", "SourceOptions", "open_source"), "sources"),
     "VectorStore": "store",
     "WriteStats": "store",
 }

@@ -67,11 +67,12 @@ class UrlRule:
             return None
         return urljoin(self.base_url, quote(self._page_path(path)))
 
-    def cite(self, chunks: list[Chunk], path: str) -> list[Chunk]:
-        """``chunks`` of the document at ``path``, each with the document's URL recorded."""
+    def cite(self, chunks: list[Chunk], path: str, known: str | None = None) -> list[Chunk]:
+        """``chunks`` of the document at ``path``, each with the document's URL recorded:
+        ``known`` when its source knows it (a page's own address), else as the rule finds it."""
         if not chunks:
             return chunks
-        url = self.url(path, chunks[0].metadata)
+        url = known or self.url(path, chunks[0].metadata)
         if url is None:
             return chunks
         return [

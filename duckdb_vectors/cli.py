@@ -59,6 +59,7 @@ from .rendering import (
     tuning_as_text,
 )
 from .search.answer import MATCH_MODES, Match
+from .sources import SourceOptions
 from .store import MAX_RESULTS, VectorStore
 
 EXIT_ERROR = 1
@@ -156,6 +157,101 @@ url_options = _together(
         help="How a source path becomes a page under --base-url: a.md -> a.html, a/, or a.md.",
     ),
 )
+
+
+def _as_source_options(
+    context: click.Context, _: click.Parameter, headers: tuple[str, ...]
+) -> SourceOptions:
+    """The SOURCE options (taken eagerly, so all are here) as one ``SourceOptions``."""
+    taken = {name: context.params.pop(name) for name in _SOURCE_OPTION_NAMES}
+    taken["max_file_bytes"] = int(taken.pop("max_file_size") * 1e6)
+    named = {}
+    for header in headers:
+        name, colon, value = header.partition(":")
+        if not colon or not name.strip():
+            raise click.BadParameter(
+                f"{header!r} is not NAME:VALUE, e.g. 'Authorization: Bearer T'"
+            )
+        named[name.strip()] = value.strip()
+    return SourceOptions(**taken, headers=named)
+
+
+_SOURCE_OPTION_NAMES = (
+    "recursive",
+    "include",
+    "exclude",
+    "include_hidden",
+    "max_file_size",
+    "max_pages",
+    "concurrency",
+    "delay",
+)
+_DEFAULTS = SourceOptions()
+# What to read of a SOURCE (``sources.SourceOptions``), for the verbs that read one.
+source_options = _together(
+    click.option("--recursive/--no-recursive", default=True, show_default=True, is_eager=True),
+    click.option(
+        "--include",
+        multiple=True,
+        metavar="PATTERN",
+        is_eager=True,
+        help="Only files (or URL paths) matching this gitignore pattern (repeatable;"
+        " 'api/**/*.md'); overrides the ignore files and the asset rules.",
+    ),
+    click.option(
+        "--exclude",
+        multiple=True,
+        metavar="PATTERN",
+        is_eager=True,
+        help="Leave files (or URL paths) matching this gitignore pattern out (repeatable).",
+    ),
+    click.option(
+        "--include-hidden", is_flag=True, is_eager=True, help="Also read dot-files and dot-folders."
+    ),
+    click.option(
+        "--max-file-size",
+        "--max-page-size",
+        "max_file_size",
+        type=click.FloatRange(min=0, min_open=True),
+        default=DEFAULT_MAX_FILE_BYTES / 1e6,
+        show_default=True,
+        is_eager=True,
+        help="Skip files (or pages) larger than this many MB.",
+    ),
+    click.option(
+        "--max-pages",
+        type=click.IntRange(min=1),
+        default=_DEFAULTS.max_pages,
+        show_default=True,
+        is_eager=True,
+        help="A site or llms.txt: read at most this many pages.",
+    ),
+    click.option(
+        "--concurrency",
+        type=click.IntRange(min=1, max=64),
+        default=_DEFAULTS.concurrency,
+        show_default=True,
+        is_eager=True,
+        help="A site: requests in flight per host.",
+    ),
+    click.option(
+        "--delay",
+        type=click.FloatRange(min=0),
+        default=_DEFAULTS.delay,
+        show_default=True,
+        is_eager=True,
+        help="A site: seconds between requests to one host (robots.txt's Crawl-delay if longer).",
+    ),
+    click.option(
+        "--header",
+        "options",
+        multiple=True,
+        metavar="NAME:VALUE",
+        callback=_as_source_options,
+        help="A site: send this request header (repeatable; e.g. for a private site). Never"
+        " stored or logged.",
+    ),
+)
 slice_option = click.option(
     "--set",
     "metadata",
@@ -223,39 +319,18 @@ Examples:
   duckdb-vectors index ./docs --db docs.duckdb --quantize int8   # int8 vectors in memory
 """
 )
-@click.argument("folder", type=click.Path(path_type=Path), required=False)
+@click.argument("source", metavar="SOURCE", required=False)
 @click.option(
     "--from-parquet",
     metavar="FILE_OR_GLOB",
     help="Write rows embedded elsewhere (chunk_id, text, embedding; optional title, source,"
-    " position, metadata) instead of a FOLDER; a new index needs --backend.",
+    " position, metadata) instead of a SOURCE; a new index needs --backend.",
 )
 @store_options
 @quantize_option
 @language_option
 @lexical_weight_option
-@click.option("--recursive/--no-recursive", default=True, show_default=True)
-@click.option(
-    "--include",
-    multiple=True,
-    metavar="PATTERN",
-    help="Only files matching this gitignore pattern (repeatable; 'api/**/*.md'); overrides"
-    " the ignore files and the asset rules.",
-)
-@click.option(
-    "--exclude",
-    multiple=True,
-    metavar="PATTERN",
-    help="Leave files matching this gitignore pattern out (repeatable; 'drafts/').",
-)
-@click.option("--include-hidden", is_flag=True, help="Also read dot-files and dot-folders.")
-@click.option(
-    "--max-file-size",
-    type=click.FloatRange(min=0, min_open=True),
-    default=DEFAULT_MAX_FILE_BYTES / 1e6,
-    show_default=True,
-    help="Skip files larger than this many MB.",
-)
+@source_options
 @click.option(
     "--source-prefix",
     help="Prepended to sources; pruning stays inside it [default: none, or a slice's values].",
@@ -264,7 +339,7 @@ Examples:
 @slice_option
 @click.option("--progress/--no-progress", default=None, help="Default: a bar on a terminal.")
 def index(
-    folder: Path | None,
+    source: str | None,
     from_parquet: str | None,
     db_path: Path | None,
     backend: str | None,
@@ -273,23 +348,23 @@ def index(
     quantize: Quantization | None,
     language: str | None,
     lexical_weight: float | None,
-    recursive: bool,
-    include: tuple[str, ...],
-    exclude: tuple[str, ...],
-    include_hidden: bool,
-    max_file_size: float,
+    options: SourceOptions,
     source_prefix: str | None,
     urls: UrlRule,
     metadata: dict[str, str],
     progress: bool | None,
 ) -> None:
-    """Index FOLDER: chunk, embed and store what changed; prune what disappeared."""
-    if (folder is None) == (from_parquet is None):
-        raise click.UsageError("pass a FOLDER or --from-parquet FILE_OR_GLOB (one of them)")
+    """Index SOURCE (a folder, a git+https:// URL, an llms.txt or a site's URL): chunk, embed
+    and store what changed; prune what disappeared."""
+    if (source is None) == (from_parquet is None):
+        raise click.UsageError("pass a SOURCE or --from-parquet FILE_OR_GLOB (one of them)")
     if from_parquet is not None and metadata:
-        raise click.UsageError("--set applies to a FOLDER; put metadata in the Parquet rows")
-    if folder is not None:
-        require_extra("index", "indexing a folder")
+        raise click.UsageError("--set applies to a SOURCE; put metadata in the Parquet rows")
+    if source is not None:
+        require_extra("index", "indexing a source")
+        from .sources import open_source
+
+        opened = open_source(source, options)  # a SOURCE nothing reads fails before the index
     store = VectorStore(
         db_path,
         backend,
@@ -305,16 +380,12 @@ def index(
         )
         return
     with store:
-        from .indexer import index_folder  # with the chunkers: only for this verb (see __init__)
+        from .indexer import index_source  # with the chunkers: only for this verb (see __init__)
 
-        summary = index_folder(
+        summary = index_source(
             store,
-            folder,
-            recursive=recursive,
-            include=include,
-            exclude=exclude,
-            include_hidden=include_hidden,
-            max_file_bytes=int(max_file_size * 1e6),
+            opened,
+            chunker=None,
             source_prefix=source_prefix,
             urls=urls,
             metadata=metadata,
@@ -325,7 +396,9 @@ def index(
             store.record_lexical_weight(lexical_weight)
     _echo(summary, as_json, summary_as_text)
     if empty:
-        raise DuckDBVectorsError(f"nothing was indexed from {folder}: no file had indexable text")
+        raise DuckDBVectorsError(
+            f"nothing was indexed from {source}: no document had indexable text"
+        )
 
 
 def _index_parquet(

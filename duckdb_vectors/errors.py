@@ -42,6 +42,10 @@ class SliceError(DuckDBVectorsError, ValueError):
     slice's chunks."""
 
 
+class InvalidSourceError(DuckDBVectorsError):
+    """A SOURCE that names nothing this version can read, or that cannot be read at all."""
+
+
 class EmbedderError(DuckDBVectorsError):
     """The embedding backend is unknown, misconfigured, or its model cannot be loaded."""
 

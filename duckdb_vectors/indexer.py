@@ -1,20 +1,22 @@
-"""``index_folder``: mirror a folder of documents into an index, incrementally and safely.
+"""``index_source``: mirror a source of documents (a folder, a git repository, a site) into an
+index, incrementally and safely; ``index_folder`` is its folder form.
 
-Each file is dispatched by MIME type to a chunker. A file whose bytes and chunker settings
-are unchanged since the last run is not chunked again; a changed file's chunks are upserted,
-and only chunks whose text changed are embedded (a moved paragraph reuses its vector). Files
-that disappeared, and the tail of files that got shorter, are pruned. The whole run is one
-transaction: a crash or Ctrl-C leaves the previous index intact and searchable.
+A source lists its documents and reads them (``sources``); this run is the same for every
+kind. Each document is dispatched by MIME type to a chunker. A document whose bytes and chunker
+settings are unchanged since the last run is not chunked again (and one its source confirms
+unchanged, by an ETag or a git blob, is not even read); a changed document's chunks are
+upserted, and only chunks whose text changed are embedded (a moved paragraph reuses its
+vector). Documents that disappeared, and the tail of documents that got shorter, are pruned.
+The whole run is one transaction: a crash or Ctrl-C leaves the previous index intact and
+searchable.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,28 +33,34 @@ from .chunkers import (
 )
 from .citations import UrlRule
 from .config import DEFAULT_MAX_FILE_BYTES
-from .errors import DuckDBVectorsError, SkipFile
+from .errors import SkipFile
 from .index import documents, slices
+from .index.manifest import SourceRecord
 from .models import Chunk
 from .progress import counted
 from .rows import embedding_text
 from .selection import FileSelection
+from .sources import Entry, Fetched, Problem, Source, SourceOptions, Validators, open_source
+from .sources.folder import FolderSource, walk
 from .store import VectorStore, WriteStats
 
 logger = logging.getLogger(__name__)
 
 
 class FileProblem(BaseModel):
-    """A file that was not indexed, and why."""
+    """A document that was not indexed, and why."""
 
     source: str
     reason: str
 
 
 class IndexSummary(BaseModel):
-    """What an ``index_folder`` run did."""
+    """What an ``index_source`` (or ``index_folder``) run did. ``files_*`` count documents:
+    a folder's or a repository's files, a site's pages."""
 
-    folder: str
+    folder: str = Field(description="The SOURCE as given (its name from when it was a folder).")
+    kind: str = Field("folder", description="What kind of source it is (``sources.KINDS``).")
+    files_read: int = Field(0, description="Documents whose bytes were read this run.")
     files_seen: int = 0
     files_new: int = 0
     files_changed: int = 0
@@ -77,15 +85,6 @@ class IndexSummary(BaseModel):
         self.chunks_updated += stats.updated
         self.chunks_unchanged += stats.unchanged
         self.chunks_embedded += stats.embedded
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """A file found by the walk, or a path the walk refused (``problem`` set)."""
-
-    source: str
-    path: Path
-    problem: str | None = None
 
 
 class _WarningCollector(logging.Handler):
@@ -127,55 +126,110 @@ def index_folder(
             the asset and build-output rules of ``selection.FileSelection`` also leave files
             out (``_build/``, ``_static/``, ``node_modules/``, ``.js``, ``.css``, ``.svg`` ...).
         include_hidden: also read files and folders whose name starts with ``.``.
+        max_file_bytes: larger files are skipped, with the reason in the summary.
+        chunker, source_prefix, urls, metadata, progress: as for ``index_source``.
+    """
+    options = SourceOptions(
+        include=include,
+        exclude=exclude,
+        include_hidden=include_hidden,
+        recursive=recursive,
+        max_file_bytes=max_file_bytes,
+    )
+    return index_source(
+        store,
+        FolderSource(str(folder), options),
+        chunker=chunker,
+        source_prefix=source_prefix,
+        urls=urls,
+        metadata=metadata,
+        progress=progress,
+    )
+
+
+def index_source(
+    store: VectorStore,
+    source: Source | str,
+    *,
+    options: SourceOptions | None = None,
+    chunker: Chunker | BinaryChunker | None = None,
+    source_prefix: str | None = None,
+    urls: UrlRule | None = None,
+    metadata: Mapping[str, str] | None = None,
+    progress: bool | None = None,
+) -> IndexSummary:
+    """Index every document of ``source`` into ``store`` and prune what is no longer there.
+
+    Args:
+        store: a read-write store.
+        source: a ``Source``, or a SOURCE as the CLI takes it (a folder, a ``git+https://``
+            URL, an ``llms.txt`` URL, a site's URL), opened with ``options``.
+        options: what to read of it (``SourceOptions``: include/exclude patterns, size and
+            page limits, politeness, request headers).
         chunker: replaces the default composite chunker (Markdown, reST, HTML, notebooks, PDF
             and text, by MIME type).
-        max_file_bytes: larger files are skipped, with the reason in the summary.
-        source_prefix: prepended to every source; pruning only touches sources with it, so
-            several folders (or a runtime registry) can share one index. Default: none, or
+        source_prefix: prepended to every document id; pruning only touches ids with it, so
+            several sources (or a runtime registry) can share one index. Default: none, or
             for a slice (``metadata``) its values as folders, e.g. ``2.0/``.
         urls: how each document's public URL is found (``citations.UrlRule``); by default
-            only from front matter naming an absolute URL.
+            the source's own (a page's address), else only from front matter naming an
+            absolute URL.
         metadata: a slice, e.g. ``{"version": "2.0"}``: stamped onto every chunk written, so
             a filter selects it. Each slice needs its own source prefix (see ``slices``); a
             run whose prefix holds another slice raises ``SliceError``.
         progress: show a progress bar on stderr; default: only when stderr is a terminal.
+
+    Raises ``errors.InvalidSourceError`` (one line, naming the source) when the source cannot
+    be read at all; the index is then left as it was.
     """
     started = time.monotonic()
-    root = Path(folder)
-    if not root.is_dir():
-        raise DuckDBVectorsError(f"{folder} is not a folder; pass the folder to index")
-    chunker = chunker or default_chunker()
+    if isinstance(source, str):
+        source = open_source(source, options)
+    try:
+        summary = _index(store, source, chunker, source_prefix, urls, metadata, progress)
+    finally:
+        source.close()
+    summary.seconds = round(time.monotonic() - started, 3)
+    return summary
+
+
+def _index(
+    store: VectorStore,
+    source: Source,
+    chunker: Chunker | BinaryChunker | None,
+    source_prefix: str | None,
+    urls: UrlRule | None,
+    metadata: Mapping[str, str] | None,
+    progress: bool | None,
+) -> IndexSummary:
     metadata = slices.checked(metadata or {})
     if source_prefix is None:
         source_prefix = slices.default_prefix(metadata)
     slices.check_scope(store.connection, source_prefix, metadata, store.slice_keys)
-    summary = IndexSummary(folder=str(folder))
+    summary = IndexSummary(folder=source.location, kind=source.kind)
     before, now = store.retokenized_from, store.manifest
     if before is not None and now is not None:  # done as the store opened, in the same run
         summary.chunks_retokenized = before.chunk_count
         changed = ("language", "tokenizer")[before.language == now.language]
         summary.retokenized = f"{getattr(before, changed)} -> {getattr(now, changed)}"
-    selection = FileSelection.for_folder(root, include, exclude)
-    entries = sorted(
-        _walk(root, recursive, include_hidden, selection, source_prefix),
-        key=lambda entry: entry.source,
-    )
-    pages = links.Pages(e.source[len(source_prefix) :] for e in entries if e.problem is None)
-    urls = urls or UrlRule()
-    run = _Run(store, chunker, summary, max_file_bytes, source_prefix, urls, metadata, pages)
+    run = _Run(store, chunker or default_chunker(), summary, source_prefix, metadata)
+    run.choose_citations(urls, source)
+    entries = source.list(run.previous())
+    run.listed(entries)
     collector = _WarningCollector(summary)
     chunker_logger = logging.getLogger("duckdb_vectors.chunkers")
     chunker_logger.addHandler(collector)
     try:
         with store.transaction():
             store.record_slice_keys(metadata)
-            # A generator: files are read and chunked while earlier batches are embedded.
-            chunks = (chunk for entry in _progress(entries, progress) for chunk in run.add(entry))
+            # A generator: documents are read and chunked while earlier batches are embedded.
+            fetched = source.read(run.to_read, run.revalidate)
+            chunks = (chunk for one in _progress(fetched, run, progress) for chunk in run.add(one))
             summary.count(store.add_chunks(chunks, stamp=run.stamp))
             run.finish()
+            store.record_source(run.record(source))
     finally:
         chunker_logger.removeHandler(collector)
-    summary.seconds = round(time.monotonic() - started, 3)
     return summary
 
 
@@ -184,10 +238,10 @@ def first_indexable_file(folder: str | Path) -> str | None:
     indexed, judged by its name and first bytes without chunking it; None if there is none."""
     root = Path(folder)
     composite = default_chunker()
-    for entry in _walk(root, True, False, FileSelection.for_folder(root), ""):
+    for entry in walk(root, True, False, FileSelection.for_folder(root)):
         if entry.problem is None:
             try:
-                with entry.path.open("rb") as file:
+                with (root / entry.source).open("rb") as file:
                     head = file.read(SNIFF_BYTES)
             except OSError:
                 continue
@@ -197,82 +251,120 @@ def first_indexable_file(folder: str | Path) -> str | None:
 
 
 class _Run:
-    """One indexing run: per-file decisions, and the final prune."""
+    """One indexing run: what to read, per-document decisions, and the final prune.
+
+    Document ids from the source are relative (``guide/install.md``); the index stores them
+    under the run's source prefix."""
 
     def __init__(
         self,
         store: VectorStore,
         chunker: Chunker | BinaryChunker,
         summary: IndexSummary,
-        max_file_bytes: int,
         source_prefix: str,
-        urls: UrlRule,
         metadata: dict[str, str],
-        pages: links.Pages,
     ) -> None:
         self.store = store
         self.chunker = chunker
         self.summary = summary
-        self.max_file_bytes = max_file_bytes
         self.source_prefix = source_prefix
-        self.urls = urls
         self.metadata = metadata
-        self.pages = pages
         self.stamp = datetime.now(UTC)
-        self.chunker_key = _chunker_key(chunker, urls, metadata)
         # A custom embedder may not say how much of a text it embeds.
         self.windows = getattr(store.embedder, "windows", lambda texts: [1] * len(texts))
         self.known = documents.known(store.connection, source_prefix)
         self.keep: list[str] = []  # sources whose stored chunks stay as they are
         self.documents: list[documents.Document] = []
+        self.to_read: list[Entry] = []
+        self.revalidate: dict[str, Validators] = {}
 
-    def add(self, entry: _Entry) -> list[Chunk]:
-        """The chunks to write for a file: none if it is unchanged or cannot be indexed."""
-        if entry.problem is not None:
-            self._problem(entry.source, entry.problem, skipped=True, keep=False)
+    def choose_citations(self, urls: UrlRule | None, source: Source) -> None:
+        """The run's URL rule: the caller's if it names a base URL, else the source's own
+        (whose pages' addresses then cite them), else front matter only."""
+        self.explicit_urls = urls is not None and urls.base_url is not None
+        own = None if self.explicit_urls else source.citations()
+        self.urls = own or urls or UrlRule()
+        self.chunker_key = _chunker_key(self.chunker, self.urls, self.metadata)
+
+    def previous(self) -> dict[str, Validators]:
+        """What the index holds under the prefix, by relative id, with its validators."""
+        cut = len(self.source_prefix)
+        return {source[cut:]: known.validators for source, known in self.known.items()}
+
+    def listed(self, entries: Sequence[Entry]) -> None:
+        """Take the source's listing: report what it refused, and decide which documents the
+        source may confirm unchanged instead of sending."""
+        self.to_read = [entry for entry in entries if entry.problem is None]
+        for entry in entries:
+            if entry.problem is not None:
+                self._problem(entry.source, entry.problem)
+        self.pages = links.Pages(entry.source for entry in self.to_read)
+        previous = self.previous()
+        # A document's chunks depend on which pages its links name (``links.fingerprint``):
+        # with a page added or gone, every document is read so its links are checked again.
+        if self.pages.paths != frozenset(previous):
+            return
+        self.revalidate = {
+            page: validators
+            for page, validators in previous.items()
+            if validators and self.known[self.source_prefix + page].chunker == self.chunker_key
+        }
+
+    def add(self, fetched: Fetched) -> list[Chunk]:
+        """The chunks to write for a document: none if it is unchanged or cannot be indexed."""
+        source = self.source_prefix + fetched.source
+        if fetched.problem is not None:
+            self._problem(fetched.source, fetched.problem)
             return []
         self.summary.files_seen += 1
-        try:
-            data = _read_stable(entry.path, self.max_file_bytes)
-        except SkipFile as reason:
-            self._problem(entry.source, str(reason), skipped=True, keep=True)
+        if fetched.unchanged:
+            self.summary.files_unchanged += 1
+            self.keep.append(source)
             return []
-        except FileNotFoundError:
-            self._problem(entry.source, "vanished while indexing", skipped=False, keep=False)
-            return []
-        except OSError as error:
-            reason = f"unreadable: {error.strerror or error}"
-            self._problem(entry.source, reason, skipped=False, keep=True)
-            return []
-        page = entry.source[len(self.source_prefix) :]
+        data = fetched.data or b""
+        self.summary.files_read += 1
+        page = fetched.source
         # The chunks depend on the bytes and on which pages their links name (``links``).
         content_hash = hashlib.sha256(data).hexdigest()[:48] + links.fingerprint(
             data, page, self.pages
         )
-        if self.known.get(entry.source) == (content_hash, self.chunker_key):
+        known = self.known.get(source)
+        if known is not None and (known.content_hash, known.chunker) == (
+            content_hash,
+            self.chunker_key,
+        ):
             self.summary.files_unchanged += 1
-            self.keep.append(entry.source)
+            self.keep.append(source)
+            if known.validators != fetched.validators:
+                self._record(source, content_hash, data, known.chunk_count, fetched)
             return []
         try:
-            chunks = _chunk(self.chunker, data, entry.source)
+            chunks = _chunk(self.chunker, data, source)
         except SkipFile as reason:
-            self._problem(entry.source, str(reason), skipped=True, keep=False)
+            self._problem(page, Problem(str(reason), skipped=True, keep=False))
             return []
         except Exception as error:  # a chunker bug or a hostile file must not stop the run
-            reason = f"{type(error).__name__}: {error}"
-            self._problem(entry.source, reason, skipped=False, keep=True)
+            self._problem(page, Problem(f"{type(error).__name__}: {error}"))
             return []
         self.summary.chunks_past_window += self._past_window(chunks)
-        if entry.source in self.known:
+        if known is not None:
             self.summary.files_changed += 1
         else:
             self.summary.files_new += 1
-        mime_type = _mime_type(self.chunker, entry.source, data)
-        self.documents.append(
-            documents.Document(entry.source, content_hash, mime_type, len(data), len(chunks))
-        )
+        self._record(source, content_hash, data, len(chunks), fetched)
         chunks = links.rewrite(chunks, page, self.pages, self.urls, self.source_prefix)
-        return slices.stamp(self.urls.cite(chunks, page), self.metadata)
+        url = None if self.explicit_urls else fetched.url
+        return slices.stamp(self.urls.cite(chunks, page, url), self.metadata)
+
+    def _record(
+        self, source: str, content_hash: str, data: bytes, chunk_count: int, fetched: Fetched
+    ) -> None:
+        mime_type = _mime_type(self.chunker, source, data)
+        self.documents.append(
+            documents.Document(
+                source, content_hash, mime_type, len(data), chunk_count, fetched.validators
+            )
+        )
 
     def _past_window(self, chunks: list[Chunk]) -> int:
         """How many chunks are longer than the model embeds: BM25 reads all of their text,
@@ -287,93 +379,31 @@ class _Run:
         documents.record(self.store.connection, self.documents, self.chunker_key, self.stamp)
         documents.forget_orphans(self.store.connection, self.source_prefix)
 
-    def _problem(self, source: str, reason: str, *, skipped: bool, keep: bool) -> None:
-        """Report a file once; ``keep`` leaves its previously indexed chunks in place."""
-        (self.summary.skipped if skipped else self.summary.failed).append(
-            FileProblem(source=source, reason=reason)
+    def record(self, source: Source) -> SourceRecord:
+        summary = self.summary
+        return source.record().model_copy(
+            update={
+                "prefix": self.source_prefix,
+                "documents": len(self.keep) + summary.files_new + summary.files_changed,
+                "read": summary.files_read,
+                "unchanged": summary.files_unchanged,
+                "skipped": len(summary.skipped),
+                "failed": len(summary.failed),
+            }
         )
-        logger.warning("%s: %s: %s", source, "skipped" if skipped else "failed", reason)
-        if keep and source in self.known:
+
+    def _problem(self, page: str, problem: Problem) -> None:
+        """Report a document once; ``keep`` leaves its previously indexed chunks in place."""
+        source = self.source_prefix + page
+        summary = self.summary
+        (summary.skipped if problem.skipped else summary.failed).append(
+            FileProblem(source=source, reason=problem.reason)
+        )
+        logger.warning(
+            "%s: %s: %s", source, "skipped" if problem.skipped else "failed", problem.reason
+        )
+        if problem.keep and source in self.known:
             self.keep.append(source)
-
-
-def _walk(
-    root: Path, recursive: bool, include_hidden: bool, selection: FileSelection, prefix: str
-) -> Iterator[_Entry]:
-    """Regular files under ``root``. Symlinks are followed only to targets inside ``root``,
-    and each folder is visited once, so links cannot leak outside files or loop.
-
-    Only symlinks are resolved: any other entry's real path is its folder's plus its name, and
-    scandir already knows its type (resolving every path cost a system call per component).
-    """
-    real_root = root.resolve()
-    visited = {real_root}
-    pending = [(root, real_root)]
-    while pending:
-        directory, real_directory = pending.pop()
-        try:
-            entries = sorted(os.scandir(directory), key=lambda item: item.name)
-        except OSError as error:
-            yield _Entry(
-                _source(root, directory, prefix),
-                directory,
-                f"unreadable folder: {error.strerror or error}",
-            )
-            continue
-        for item in entries:
-            if item.name.startswith(".") and not include_hidden:
-                continue
-            path = Path(item.path)
-            source = _source(root, path, prefix)
-            if item.is_symlink():
-                target, problem = _follow(path, real_root)
-                if problem:
-                    yield _Entry(source, path, problem)
-                    continue
-                is_dir, is_file = target.is_dir(), target.is_file()
-            else:
-                target = real_directory / item.name
-                is_dir, is_file = item.is_dir(), item.is_file()
-            relative = source[len(prefix) :]
-            if is_dir:
-                if recursive and target not in visited and selection.enters(relative):
-                    visited.add(target)
-                    pending.append((path, target))
-            elif not is_file:
-                yield _Entry(source, path, "not a regular file")
-            elif selection.selects(relative):
-                yield _Entry(source, path)
-
-
-def _follow(link: Path, real_root: Path) -> tuple[Path, str | None]:
-    try:
-        target = link.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return link, "broken symlink or symlink loop"
-    if not target.is_relative_to(real_root):
-        return target, "symlink points outside the folder (not followed)"
-    return target, None
-
-
-def _source(root: Path, path: Path, prefix: str) -> str:
-    return prefix + path.relative_to(root).as_posix()
-
-
-def _read_stable(path: Path, max_bytes: int) -> bytes:
-    """The file's bytes, refusing files over the size limit or changing while read."""
-    before = path.stat()
-    if before.st_size > max_bytes:
-        raise SkipFile(
-            f"larger than the {max_bytes / 1e6:g} MB limit ({before.st_size / 1e6:.1f} MB);"
-            " raise max_file_bytes (--max-file-size) to index it"
-        )
-    with path.open("rb") as handle:
-        data = handle.read(max_bytes + 1)
-    after = path.stat()
-    changed = (before.st_mtime_ns, before.st_size) != (after.st_mtime_ns, after.st_size)
-    if changed or len(data) != after.st_size:
-        raise SkipFile("changed while being read; run the index again")
-    return data
 
 
 def _chunk(chunker: Chunker | BinaryChunker, data: bytes, source: str) -> list[Chunk]:
@@ -403,8 +433,8 @@ def _chunker_key(
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def _progress(entries: list[_Entry], enabled: bool | None) -> Iterator[_Entry]:
-    with counted(len(entries), "file", "indexing", enabled) as advance:
-        for entry in entries:
-            yield entry
+def _progress(fetched: Iterable[Fetched], run: _Run, enabled: bool | None) -> Iterator[Fetched]:
+    with counted(len(run.to_read), "document", "indexing", enabled) as advance:
+        for one in fetched:
+            yield one
             advance(1)

@@ -41,7 +41,13 @@ from .index.db import (
     memory_limited,
     objects_typed_by_first_value,
 )
-from .index.manifest import Manifest, read_manifest, refreshed, write_manifest
+from .index.manifest import (
+    Manifest,
+    SourceRecord,
+    read_manifest,
+    refreshed,
+    write_manifest,
+)
 from .index.retokenize import current_manifest
 from .index.schema import check_readable, migrate
 from .index.terms import ParsedQuery
@@ -178,6 +184,7 @@ class VectorStore:
         self._fits_in_memory: bool | None = None  # see _memory_index_fits
         self._transaction_depth = 0
         self._stamped_keys: set[str] = set()  # slice keys written since the last refresh
+        self._read_sources: dict[str, SourceRecord] = {}  # by prefix, since the last refresh
         if self.manifest is not None and self.manifest.quantization != self.quantization:
             self._convert()
 
@@ -366,6 +373,11 @@ class VectorStore:
     def slice_keys(self) -> list[str]:
         """The metadata keys index runs stamped onto this index's chunks."""
         return self.manifest.slice_keys if self.manifest else []
+
+    def record_source(self, record: SourceRecord) -> None:
+        """Record where the documents under ``record.prefix`` came from (an index run): the
+        manifest lists it in place of the record of that prefix's previous source."""
+        self._read_sources[record.prefix] = record
 
     def prune(self, source_prefix: str, before: datetime) -> int:
         """Delete chunks whose source starts with ``source_prefix`` and that were last written
@@ -656,6 +668,11 @@ class VectorStore:
             language=self.language,
             lexical_weight=self._recorded_lexical_weight(),
         )
+        if self._read_sources:
+            recorded = {record.prefix: record for record in self.manifest.sources}
+            recorded.update(self._read_sources)
+            sources = sorted(recorded.values(), key=lambda record: record.prefix)
+            self.manifest = self.manifest.model_copy(update={"sources": sources})
         write_manifest(self._connection, self.manifest)
 
     def _recorded_lexical_weight(self) -> float | None:
@@ -783,3 +800,4 @@ class VectorStore:
             finally:
                 self._transaction_depth = 0
                 self._stamped_keys = set()
+                self._read_sources = {}

@@ -80,7 +80,7 @@ def test_a_fresh_process_searches_with_the_core_alone(index: Path) -> None:
 def test_index_without_the_chunkers_names_the_index_extra(docs: Path, tmp_path: Path, hide) -> None:
     hide("pyromark")
     result = run_cli("index", str(docs), "--db", str(tmp_path / "v.duckdb"))
-    one_line_error(result, "indexing a folder needs pyromark: pip install 'duckdb-vectors[index]'")
+    one_line_error(result, "indexing a source needs pyromark: pip install 'duckdb-vectors[index]'")
     assert not (tmp_path / "v.duckdb").exists()
 
 

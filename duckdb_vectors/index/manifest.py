@@ -19,6 +19,21 @@ from .slices import SliceCount
 from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME
 
 
+class SourceRecord(BaseModel):
+    """What the manifest records of a source after a run (never credentials)."""
+
+    kind: str = Field(description="folder, git, llms.txt or site.")
+    location: str = Field(description="The SOURCE as given, without credentials.")
+    prefix: str = Field("", description="The source prefix its documents are stored under.")
+    commit: str | None = Field(None, description="git: the commit that was read.")
+    fetched_at: datetime | None = Field(None, description="When it was read.")
+    documents: int = Field(0, description="Documents it holds (read, unchanged or kept).")
+    read: int = Field(0, description="Documents whose bytes were read this run.")
+    unchanged: int = Field(0, description="Documents the source confirmed unchanged.")
+    skipped: int = Field(0, description="Documents left out, with reasons in the summary.")
+    failed: int = Field(0, description="Documents that could not be read this run.")
+
+
 class Manifest(BaseModel):
     """What an index was built with, and a fingerprint of what it holds."""
 
@@ -48,6 +63,9 @@ class Manifest(BaseModel):
         description="BM25's share of the fused score: tuned on judged questions (eval --tune),"
         " else the default of the model's kind.",
     )
+    sources: list[SourceRecord] = Field(
+        default_factory=list, description="Where the documents came from, one per source prefix."
+    )
     duckdb_version: str = Field(default_factory=lambda: duckdb.__version__)
     package_version: str = Field(default_factory=lambda: package_version())
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
@@ -76,9 +94,13 @@ def refreshed(
     lexical_weight: float | None,
 ) -> Manifest:
     """The manifest after a write: what the index holds now, built with what is in use now.
-    The first build time is kept; a fingerprint not known this time (no model was loaded)
-    stays as recorded."""
-    kept = {"created_at": previous.created_at} if previous is not None else {}
+    The first build time and the sources' records are kept; a fingerprint not known this
+    time (no model was loaded) stays as recorded."""
+    kept = (
+        {"created_at": previous.created_at, "sources": previous.sources}
+        if previous is not None
+        else {}
+    )
     return Manifest(
         backend=backend,
         model_fingerprint=model_fingerprint or (previous.model_fingerprint if previous else None),

@@ -74,6 +74,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         postings.drop_term_digests,
         readable_without=True,
     ),
+    Migration(
+        10,
+        "documents.validators: what a document's source said of it (ETag, git blob)",
+        documents.add_validators,
+        readable_without=True,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 UPGRADE_COMMAND = "duckdb-vectors upgrade --db"  # brings a file up to this version
