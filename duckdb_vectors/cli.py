@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
-from . import remote, staging
+from . import libraries, remote, staging
 from .citations import URL_STYLES, UrlRule, UrlStyle
 from .config import (
     DEFAULT_BASE_IMAGE,
@@ -51,6 +51,7 @@ from .rendering import (
     MIN_MAX_TOKENS,
     SearchOutput,
     bake_summary_as_text,
+    bundle_summary_as_text,
     evaluation_as_text,
     image_manifest_as_text,
     parquet_summary_as_text,
@@ -61,6 +62,9 @@ from .rendering import (
 from .search.answer import MATCH_MODES, Match
 from .sources import SourceOptions
 from .store import MAX_RESULTS, VectorStore
+
+if TYPE_CHECKING:  # with the chunkers: imported by the verbs that index
+    from .bundle import Bundle
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -317,9 +321,17 @@ Examples:
   duckdb-vectors index ./docs-v2 --db docs.duckdb --set version=2.0   # sources under 2.0/
   duckdb-vectors index --from-parquet 'out/part-*.parquet' --db docs.duckdb --backend hashing:256
   duckdb-vectors index ./docs --db docs.duckdb --quantize int8   # int8 vectors in memory
+  duckdb-vectors index --bundle docs.yaml --db docs.duckdb   # several libraries, each a slice
 """
 )
 @click.argument("source", metavar="SOURCE", required=False)
+@click.option(
+    "--bundle",
+    "bundle_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Index the libraries a bundle file (docs.yaml) lists instead of a SOURCE.",
+)
 @click.option(
     "--from-parquet",
     metavar="FILE_OR_GLOB",
@@ -340,6 +352,7 @@ Examples:
 @click.option("--progress/--no-progress", default=None, help="Default: a bar on a terminal.")
 def index(
     source: str | None,
+    bundle_path: Path | None,
     from_parquet: str | None,
     db_path: Path | None,
     backend: str | None,
@@ -356,10 +369,22 @@ def index(
 ) -> None:
     """Index SOURCE (a folder, a git+https:// URL, an llms.txt or a site's URL): chunk, embed
     and store what changed; prune what disappeared."""
-    if (source is None) == (from_parquet is None):
-        raise click.UsageError("pass a SOURCE or --from-parquet FILE_OR_GLOB (one of them)")
+    if [source, bundle_path, from_parquet].count(None) != 2:
+        raise click.UsageError(
+            "pass a SOURCE, --bundle FILE or --from-parquet FILE_OR_GLOB (one of them)"
+        )
     if from_parquet is not None and metadata:
         raise click.UsageError("--set applies to a SOURCE; put metadata in the Parquet rows")
+    if bundle_path is not None:
+        if metadata or source_prefix is not None or urls.base_url is not None:
+            raise click.UsageError(
+                "--set, --source-prefix and --base-url apply to a SOURCE; a bundle sets them"
+                " per library (name, version, base_url)"
+            )
+        require_extra("index", "indexing a bundle")
+        from .bundle import Bundle
+
+        bundle = Bundle.read(bundle_path)  # a bad file fails before the index is opened
     if source is not None:
         require_extra("index", "indexing a source")
         from .sources import open_source
@@ -378,6 +403,9 @@ def index(
         _index_parquet(
             store, from_parquet, backend, source_prefix, lexical_weight, as_json, progress
         )
+        return
+    if bundle_path is not None:
+        _index_bundle(store, bundle, str(bundle_path), options, lexical_weight, as_json, progress)
         return
     with store:
         from .indexer import index_source  # with the chunkers: only for this verb (see __init__)
@@ -399,6 +427,27 @@ def index(
         raise DuckDBVectorsError(
             f"nothing was indexed from {source}: no document had indexable text"
         )
+
+
+def _index_bundle(
+    store: VectorStore,
+    bundle: Bundle,
+    name: str,
+    options: SourceOptions,
+    lexical_weight: float | None,
+    as_json: bool,
+    progress: bool | None,
+) -> None:
+    from .bundle import index_bundle
+
+    with store:
+        summary = index_bundle(store, bundle, name=name, options=options, progress=progress)
+        empty = store.count() == 0
+        if lexical_weight is not None and not empty:
+            store.record_lexical_weight(lexical_weight)
+    _echo(summary, as_json, bundle_summary_as_text)
+    if empty:
+        raise DuckDBVectorsError(f"nothing was indexed from {name}: no library had indexable text")
 
 
 def _index_parquet(
@@ -513,6 +562,8 @@ Examples:
     help="How many results.",
 )
 @click.option("--filter", "filter_json", metavar="JSON", help="S3 Vectors metadata filter.")
+@click.option("--library", help="Only this library of a bundle index (`report` lists them).")
+@click.option("--version", "library_version", help="With --library: only this version of it.")
 @click.option("--where", metavar="SQL", help="SQL condition over chunk columns.")
 @click.option("--rescore", metavar="SQL", help="SQL expression re-weighting `score`.")
 @click.option("--vector-only", is_flag=True, help="Rank by vector similarity alone.")
@@ -536,6 +587,8 @@ def search(
     as_json: bool,
     top_k: int,
     filter_json: str | None,
+    library: str | None,
+    library_version: str | None,
     where: str | None,
     rescore: str | None,
     vector_only: bool,
@@ -549,6 +602,8 @@ def search(
     """Search the index for QUERY (hybrid: vector similarity + BM25 over word forms, fused)."""
     if vector_only and text_only:
         raise click.UsageError("--vector-only and --text-only exclude each other")
+    if library_version is not None and library is None:
+        raise click.UsageError("--version needs --library: name the library it is a version of")
     metadata_filter = _parse_filter(filter_json)
     # One query per process: answer from SQL rather than loading the in-memory index.
     with VectorStore(
@@ -558,6 +613,11 @@ def search(
             raise DuckDBVectorsError(
                 f"{store.db_path} is empty: index documents into it first"
                 f" (duckdb-vectors index FOLDER --db {store.db_path})"
+            )
+        if library is not None:
+            scoped = libraries.scope(store.manifest, library, library_version)
+            metadata_filter = (
+                scoped if metadata_filter is None else {"$and": [metadata_filter, scoped]}
             )
         options: dict[str, Any] = {
             "filter": metadata_filter,

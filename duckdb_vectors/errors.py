@@ -46,6 +46,14 @@ class InvalidSourceError(DuckDBVectorsError):
     """A SOURCE that names nothing this version can read, or that cannot be read at all."""
 
 
+class BundleError(DuckDBVectorsError):
+    """A bundle file (docs.yaml) that cannot be read, or one of its libraries that fails."""
+
+
+class UnknownLibraryError(DuckDBVectorsError, ValueError):
+    """A search scoped to a library or version the index does not hold."""
+
+
 class EmbedderError(DuckDBVectorsError):
     """The embedding backend is unknown, misconfigured, or its model cannot be loaded."""
 

@@ -11,15 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
+from . import libraries
 from .budget import TRUNCATION_MARKER, estimate_tokens, fit
 from .citations import document_uri, url_of
 from .config import describe_age
+from .index.manifest import Manifest
 from .models import GIVEN_FIELDS, Chunk, IndexReport, SearchResult
 from .search.answer import MATCH_FELL_BACK
 
 if TYPE_CHECKING:  # the container modules import the Docker SDK, the indexer the chunkers
     from pathlib import Path
 
+    from .bundle import BundleSummary
     from .container.bake import BakeSummary
     from .container.labels import ImageManifest
     from .evaluation import ModeReport, Tuning
@@ -138,7 +141,8 @@ class SearchOutput(BaseModel):
         if not self.results:
             return "\n\n".join([*blocks, "No results."])
         for hit in self.results:
-            heading = " | ".join(part for part in (hit.source, hit.title) if part)
+            parts = (libraries.label(hit.metadata), hit.source, hit.title)
+            heading = " | ".join(part for part in parts if part)
             body = hit.text if full_text else _snippet(hit.text)
             cited = f"\n   {hit.url}" if hit.url else ""
             if with_ids:
@@ -179,6 +183,7 @@ def report_as_text(report: IndexReport, more: str = "see --json") -> str:
         f"versions    duckdb {manifest.get('duckdb_version', '-')},"
         f" duckdb-vectors {manifest.get('package_version', '-')}",
         *_slice_lines(manifest),
+        *libraries_lines(manifest),
         f"sources     {len(report.sources)}",
     ]
     if report.published is not None:
@@ -224,6 +229,32 @@ def summary_as_text(summary: IndexSummary) -> str:
             " BM25 reads all of their text, their vectors only its start"
         )
     return "\n".join(lines)  # skipped and failed files were reported on stderr as they happened
+
+
+def bundle_summary_as_text(summary: BundleSummary) -> str:
+    blocks = [
+        f"{run.name}{' ' + run.version if run.version else ''}:\n"
+        + _indent(summary_as_text(run.summary))
+        for run in summary.libraries
+    ]
+    blocks.append(
+        f"indexed {summary.bundle}: {len(summary.libraries)} libraries in {summary.seconds:.2f} s,"
+        f" {summary.chunks_pruned} chunks of libraries no longer listed pruned"
+    )
+    return "\n".join(blocks)
+
+
+def libraries_lines(manifest: dict[str, Any]) -> list[str]:
+    """The libraries of a bundle index, a line per version, for ``report``."""
+    found = libraries.listed(Manifest.model_validate(manifest)) if manifest else []
+    if not found:
+        return []
+    lines = [f"libraries   {len(found)}"]
+    for info in found:
+        for version in info.versions:
+            name = f"{info.name} {version.version}" if version.version else info.name
+            lines.append(f"  {version.chunks:6d}  {name} ({version.pages} pages)")
+    return lines
 
 
 def parquet_summary_as_text(summary: ParquetSummary) -> str:

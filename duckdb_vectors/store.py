@@ -42,6 +42,7 @@ from .index.db import (
     objects_typed_by_first_value,
 )
 from .index.manifest import (
+    LibraryRecord,
     Manifest,
     SourceRecord,
     read_manifest,
@@ -185,6 +186,7 @@ class VectorStore:
         self._transaction_depth = 0
         self._stamped_keys: set[str] = set()  # slice keys written since the last refresh
         self._read_sources: dict[str, SourceRecord] = {}  # by prefix, since the last refresh
+        self._libraries: list[LibraryRecord] | None = None  # a bundle's, since the last refresh
         if self.manifest is not None and self.manifest.quantization != self.quantization:
             self._convert()
 
@@ -378,6 +380,11 @@ class VectorStore:
         """Record where the documents under ``record.prefix`` came from (an index run): the
         manifest lists it in place of the record of that prefix's previous source."""
         self._read_sources[record.prefix] = record
+
+    def record_libraries(self, libraries: Sequence[LibraryRecord]) -> None:
+        """Record the libraries of the bundle the index holds (``bundle.index_bundle``), in
+        place of those recorded before."""
+        self._libraries = list(libraries)
 
     def prune(self, source_prefix: str, before: datetime) -> int:
         """Delete chunks whose source starts with ``source_prefix`` and that were last written
@@ -668,12 +675,25 @@ class VectorStore:
             language=self.language,
             lexical_weight=self._recorded_lexical_weight(),
         )
-        if self._read_sources:
-            recorded = {record.prefix: record for record in self.manifest.sources}
-            recorded.update(self._read_sources)
-            sources = sorted(recorded.values(), key=lambda record: record.prefix)
-            self.manifest = self.manifest.model_copy(update={"sources": sources})
+        self.manifest = self._with_origins(self.manifest)
         write_manifest(self._connection, self.manifest)
+
+    def _with_origins(self, manifest: Manifest) -> Manifest:
+        """``manifest`` with the sources and libraries recorded since the last refresh, and
+        without the records of prefixes that hold no chunk any more."""
+        recorded = {record.prefix: record for record in manifest.sources}
+        recorded.update(self._read_sources)
+        libraries = manifest.libraries if self._libraries is None else self._libraries
+        if not recorded and not libraries:
+            return manifest
+        stored = list(chunk_table.sources(self._connection))
+
+        def holds(prefix: str) -> bool:
+            return any(source.startswith(prefix) for source in stored)
+
+        sources = [recorded[prefix] for prefix in sorted(recorded) if holds(prefix)]
+        libraries = [library for library in libraries if holds(library.prefix)]
+        return manifest.model_copy(update={"sources": sources, "libraries": libraries})
 
     def _recorded_lexical_weight(self) -> float | None:
         """What the manifest records as BM25's share: what it recorded, else the default of
@@ -801,3 +821,4 @@ class VectorStore:
                 self._transaction_depth = 0
                 self._stamped_keys = set()
                 self._read_sources = {}
+                self._libraries = None

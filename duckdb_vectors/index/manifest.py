@@ -34,6 +34,16 @@ class SourceRecord(BaseModel):
     failed: int = Field(0, description="Documents that could not be read this run.")
 
 
+class LibraryRecord(BaseModel):
+    """A library of a bundle (``bundle.Library``): its chunks carry its name and version, and
+    its source's record is the one under ``prefix``."""
+
+    name: str
+    version: str | None = None
+    description: str | None = None
+    prefix: str
+
+
 class Manifest(BaseModel):
     """What an index was built with, and a fingerprint of what it holds."""
 
@@ -66,6 +76,9 @@ class Manifest(BaseModel):
     sources: list[SourceRecord] = Field(
         default_factory=list, description="Where the documents came from, one per source prefix."
     )
+    libraries: list[LibraryRecord] = Field(
+        default_factory=list, description="An index built from a bundle: its libraries."
+    )
     duckdb_version: str = Field(default_factory=lambda: duckdb.__version__)
     package_version: str = Field(default_factory=lambda: package_version())
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
@@ -94,10 +107,14 @@ def refreshed(
     lexical_weight: float | None,
 ) -> Manifest:
     """The manifest after a write: what the index holds now, built with what is in use now.
-    The first build time and the sources' records are kept; a fingerprint not known this
-    time (no model was loaded) stays as recorded."""
+    The first build time and the records of sources and libraries are kept; a fingerprint
+    not known this time (no model was loaded) stays as recorded."""
     kept = (
-        {"created_at": previous.created_at, "sources": previous.sources}
+        {
+            "created_at": previous.created_at,
+            "sources": previous.sources,
+            "libraries": previous.libraries,
+        }
         if previous is not None
         else {}
     )

@@ -1,0 +1,194 @@
+"""A docs bundle: several libraries (and versions) in one index, searched one at a time or all
+together, rebuilt at the cost of what changed."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import duckdb
+import pytest
+from conftest import DEFAULT_BACKEND, STATIC_MODEL, run_cli
+
+from duckdb_vectors import VectorStore
+from duckdb_vectors.bundle import Bundle, index_bundle
+from duckdb_vectors.errors import BundleError, UnknownLibraryError
+from duckdb_vectors.libraries import listed, scope
+
+PAGES = {
+    "pyray/2.9/data.md": "# Datasets\n\nRead a Parquet file into a Ray Dataset with read_parquet.\n",
+    "pyray/2.9/tune.md": "# Tune\n\nRay Tune runs hyperparameter sweeps across a cluster.\n",
+    "pyray/2.10/data.md": "# Datasets\n\nRay Data streams Parquet files with read_parquet.\n",
+    "ducks/sql.md": "# Parquet\n\nSELECT * FROM 'file.parquet' reads a Parquet file in DuckDB.\n",
+    "ducks/json.md": "# JSON\n\nread_json_auto loads newline-delimited JSON into a table.\n",
+}
+BUNDLE = """\
+libraries:
+  - name: ray
+    version: "2.9"
+    source: pyray/2.9
+    base_url: https://docs.ray.io/en/releases-2.9.0/
+    description: Ray, a framework for distributed Python
+  - name: ray
+    version: "2.10"
+    source: pyray/2.10
+  - name: duckdb
+    source: ducks
+    description: DuckDB, an in-process SQL database
+"""
+
+
+@pytest.fixture
+def bundle_file(tmp_path: Path) -> Path:
+    for name, text in PAGES.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    path = tmp_path / "docs.yaml"
+    path.write_text(BUNDLE)
+    return path
+
+
+def open_store(path: Path) -> VectorStore:
+    return VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL)
+
+
+def test_a_bundle_indexes_each_library_as_its_own_slice(tmp_path: Path, bundle_file: Path) -> None:
+    with open_store(tmp_path / "docs.duckdb") as store:
+        summary = index_bundle(store, Bundle.read(bundle_file))
+        assert [(run.name, run.version) for run in summary.libraries] == [
+            ("ray", "2.9"),
+            ("ray", "2.10"),
+            ("duckdb", None),
+        ]
+        found = {info.name: info for info in listed(store.manifest)}
+        assert found["ray"].description == "Ray, a framework for distributed Python"
+        assert [(v.version, v.pages, v.chunks) for v in found["ray"].versions] == [
+            ("2.9", 2, 2),
+            ("2.10", 1, 1),
+        ]
+        assert (found["duckdb"].versions[0].pages, found["duckdb"].chunks) == (2, 2)
+
+        ray = store.query("read a parquet file", top_k=5, filter=scope(store.manifest, "ray"))
+        assert {hit.chunk.metadata["library"] for hit in ray} == {"ray"}
+        pinned = scope(store.manifest, "ray", "2.10")
+        (only,) = store.query("read a parquet file", top_k=5, filter=pinned)
+        assert only.chunk.source == "ray/2.10/data.md"
+        # Across all libraries, each hit says which one it is from, and cites its own site.
+        everything = store.query("read a parquet file", top_k=5)
+        assert {hit.chunk.metadata["library"] for hit in everything} == {"ray", "duckdb"}
+        (tune,) = store.query("hyperparameter sweeps", top_k=1, filter=scope(store.manifest, "ray"))
+        assert tune.chunk.metadata["url"] == "https://docs.ray.io/en/releases-2.9.0/tune.html"
+
+
+def test_rebuilding_a_bundle_embeds_only_what_changed_and_drops_what_is_gone(
+    tmp_path: Path, bundle_file: Path
+) -> None:
+    with open_store(tmp_path / "docs.duckdb") as store:
+        index_bundle(store, Bundle.read(bundle_file))
+        again = index_bundle(store, Bundle.read(bundle_file))
+        assert sum(run.summary.chunks_embedded for run in again.libraries) == 0
+
+        (tmp_path / "ducks/json.md").write_text("# JSON\n\nread_json reads JSON files.\n")
+        changed = index_bundle(store, Bundle.read(bundle_file))
+        embedded = {run.name: run.summary.chunks_embedded for run in changed.libraries}
+        assert embedded == {"ray": 0, "duckdb": 1}
+
+        bundle_file.write_text(BUNDLE.split("  - name: duckdb")[0])  # duckdb leaves the bundle
+        fewer = index_bundle(store, Bundle.read(bundle_file))
+        assert fewer.chunks_pruned == 2
+        assert [info.name for info in listed(store.manifest)] == ["ray"]
+        assert not any(source.startswith("duckdb/") for source in store.sources())
+        assert {record.prefix for record in store.manifest.sources} == {"ray/2.9/", "ray/2.10/"}
+
+
+def test_the_cli_indexes_a_bundle_and_searches_one_library(tmp_path: Path, bundle_file: Path) -> None:
+    db = str(tmp_path / "docs.duckdb")
+    built = run_cli("index", "--bundle", str(bundle_file), "--db", db, "--json")
+    assert built.exit_code == 0, built.stderr
+    assert [run["name"] for run in json.loads(built.stdout)["libraries"]] == ["ray", "ray", "duckdb"]
+
+    scoped = run_cli("search", "parquet file", "--db", db, "--library", "duckdb", "--json")
+    assert {hit["source"].split("/")[0] for hit in json.loads(scoped.stdout)["results"]} == {
+        "duckdb"
+    }
+    text = run_cli("search", "parquet file", "--db", db, "--top-k", "3")
+    assert "1. [" in text.stdout and ("ray 2." in text.stdout or "duckdb | " in text.stdout)
+
+    unknown = run_cli("search", "parquet", "--db", db, "--library", "pandas")
+    assert unknown.exit_code == 2
+    assert unknown.stderr == "Error: no library 'pandas' in this index; it holds duckdb, ray\n"
+    no_version = run_cli("search", "parquet", "--db", db, "--library", "ray", "--version", "3.0")
+    assert no_version.stderr == "Error: ray has no version '3.0' here; it has 2.9, 2.10\n"
+
+    report = run_cli("report", "--db", db)
+    assert "libraries   2" in report.stdout and "ray 2.10 (1 pages)" in report.stdout
+
+    # Plain DuckDB scopes the same way, by the slice.
+    with duckdb.connect(db, read_only=True) as connection:
+        rows = connection.execute(
+            "SELECT source FROM search_text('parquet', k := 5, slice := {'library': 'duckdb'})"
+        ).fetchall()
+    assert rows and all(source.startswith("duckdb/") for (source,) in rows)
+
+
+def test_an_index_without_libraries_says_so_when_a_library_is_asked(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/a.md").write_text("# A\n\nSome text about parquet.\n")
+    db = str(tmp_path / "plain.duckdb")
+    assert run_cli("index", str(tmp_path / "docs"), "--db", db).exit_code == 0
+    with pytest.raises(UnknownLibraryError, match="holds no libraries"):
+        with VectorStore(db, read_only=True) as store:
+            scope(store.manifest, "ray")
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("libraries: []\n", "docs.yaml: libraries: List should have at least 1 item"),
+        ("libraries:\n  - name: Ray\n    source: x\n", "library Ray: name: Value error, must be"),
+        ("libraries:\n  - name: ray\n", "library ray: source: Field required"),
+        (
+            "libraries:\n  - {name: ray, source: a}\n  - {name: ray, source: b}\n",
+            "ray is listed twice",
+        ),
+        (
+            "libraries:\n  - {name: ray, version: '1', source: a}\n  - {name: ray, source: b}\n",
+            "ray is listed with and without a version",
+        ),
+        ("libraries: [\n", "docs.yaml is not valid yaml"),
+        ("libraries:\n  - {name: ray, source: a, colour: red}\n", "colour: Extra inputs"),
+    ],
+)
+def test_a_bad_bundle_file_is_one_line_naming_it(tmp_path: Path, text: str, error: str) -> None:
+    path = tmp_path / "docs.yaml"
+    path.write_text(textwrap.dedent(text))
+    with pytest.raises(BundleError) as raised:
+        Bundle.read(path)
+    assert error in str(raised.value) and "\n" not in str(raised.value)
+    result = run_cli("index", "--bundle", str(path), "--db", str(tmp_path / "x.duckdb"))
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_a_library_that_fails_names_itself_and_leaves_the_index_as_it_was(
+    tmp_path: Path, bundle_file: Path
+) -> None:
+    db = str(tmp_path / "docs.duckdb")
+    assert run_cli("index", "--bundle", str(bundle_file), "--db", db).exit_code == 0
+    before = run_cli("report", "--db", db, "--json").stdout
+    bundle_file.write_text(BUNDLE + "  - name: pandas\n    source: missing-folder\n")
+    failed = run_cli("index", "--bundle", str(bundle_file), "--db", db)
+    assert failed.exit_code == 1
+    assert failed.stderr.startswith("Error: library pandas: ") and "missing-folder" in failed.stderr
+    assert json.loads(run_cli("report", "--db", db, "--json").stdout)["manifest"] == json.loads(
+        before
+    )["manifest"]
+
+
+def test_a_bundle_may_be_toml(tmp_path: Path, bundle_file: Path) -> None:
+    toml = tmp_path / "docs.toml"
+    toml.write_text('[[libraries]]\nname = "duckdb"\nsource = "ducks"\n')
+    (entry,) = Bundle.read(toml).libraries
+    assert (entry.name, entry.source) == ("duckdb", str(tmp_path / "ducks"))
