@@ -17,7 +17,7 @@ from duckdb_vectors.errors import BundleError, UnknownLibraryError
 from duckdb_vectors.libraries import listed, scope
 
 PAGES = {
-    "pyray/2.9/data.md": "# Datasets\n\nRead a Parquet file into a Ray Dataset with read_parquet.\n",
+    "pyray/2.9/data.md": "# Datasets\n\nRead a Parquet file into a Dataset with read_parquet.\n",
     "pyray/2.9/tune.md": "# Tune\n\nRay Tune runs hyperparameter sweeps across a cluster.\n",
     "pyray/2.10/data.md": "# Datasets\n\nRay Data streams Parquet files with read_parquet.\n",
     "ducks/sql.md": "# Parquet\n\nSELECT * FROM 'file.parquet' reads a Parquet file in DuckDB.\n",
@@ -103,11 +103,14 @@ def test_rebuilding_a_bundle_embeds_only_what_changed_and_drops_what_is_gone(
         assert {record.prefix for record in store.manifest.sources} == {"ray/2.9/", "ray/2.10/"}
 
 
-def test_the_cli_indexes_a_bundle_and_searches_one_library(tmp_path: Path, bundle_file: Path) -> None:
+def test_the_cli_indexes_a_bundle_and_searches_one_library(
+    tmp_path: Path, bundle_file: Path
+) -> None:
     db = str(tmp_path / "docs.duckdb")
     built = run_cli("index", "--bundle", str(bundle_file), "--db", db, "--json")
     assert built.exit_code == 0, built.stderr
-    assert [run["name"] for run in json.loads(built.stdout)["libraries"]] == ["ray", "ray", "duckdb"]
+    names = [run["name"] for run in json.loads(built.stdout)["libraries"]]
+    assert names == ["ray", "ray", "duckdb"]
 
     scoped = run_cli("search", "parquet file", "--db", db, "--library", "duckdb", "--json")
     assert {hit["source"].split("/")[0] for hit in json.loads(scoped.stdout)["results"]} == {
@@ -138,9 +141,11 @@ def test_an_index_without_libraries_says_so_when_a_library_is_asked(tmp_path: Pa
     (tmp_path / "docs/a.md").write_text("# A\n\nSome text about parquet.\n")
     db = str(tmp_path / "plain.duckdb")
     assert run_cli("index", str(tmp_path / "docs"), "--db", db).exit_code == 0
-    with pytest.raises(UnknownLibraryError, match="holds no libraries"):
-        with VectorStore(db, read_only=True) as store:
-            scope(store.manifest, "ray")
+    with (
+        pytest.raises(UnknownLibraryError, match="holds no libraries"),
+        VectorStore(db, read_only=True) as store,
+    ):
+        scope(store.manifest, "ray")
 
 
 @pytest.mark.parametrize(
@@ -182,9 +187,10 @@ def test_a_library_that_fails_names_itself_and_leaves_the_index_as_it_was(
     failed = run_cli("index", "--bundle", str(bundle_file), "--db", db)
     assert failed.exit_code == 1
     assert failed.stderr.startswith("Error: library pandas: ") and "missing-folder" in failed.stderr
-    assert json.loads(run_cli("report", "--db", db, "--json").stdout)["manifest"] == json.loads(
-        before
-    )["manifest"]
+    assert (
+        json.loads(run_cli("report", "--db", db, "--json").stdout)["manifest"]
+        == json.loads(before)["manifest"]
+    )
 
 
 def test_a_bundle_may_be_toml(tmp_path: Path, bundle_file: Path) -> None:
