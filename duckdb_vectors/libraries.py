@@ -7,10 +7,14 @@ loads no model and reads no chunk.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field
 
 from .errors import UnknownLibraryError
 from .index.manifest import LibraryRecord, Manifest
+from .models import SearchResult
 
 LIBRARY_KEY = "library"  # the metadata keys a bundle's chunks carry
 VERSION_KEY = "version"
@@ -102,3 +106,100 @@ def scope(manifest: Manifest | None, library: str, version: str | None = None) -
             raise UnknownLibraryError(f"{info.name} has no version {version!r} here; it has {held}")
         wanted[VERSION_KEY] = version
     return wanted
+
+
+def document_id(manifest: Manifest | None, id: str, library: str, version: str | None) -> str:
+    """A document or chunk id given relative to a library (``data/index.md`` of ray 2.9) as
+    the index's id (``ray/2.9/data/index.md``); an id that already carries the library's prefix
+    is kept. A library of several versions needs ``version``."""
+    wanted = scope(manifest, library, version)
+    records = [
+        record
+        for record in (manifest.libraries if manifest else [])
+        if record.name == wanted[LIBRARY_KEY] and (version is None or record.version == version)
+    ]
+    if len(records) > 1:
+        held = ", ".join(record.version or "-" for record in records)
+        raise UnknownLibraryError(f"{records[0].name} has versions {held}: pass version too")
+    prefix = records[0].prefix
+    return id if id.startswith(prefix) else prefix + id.lstrip("/")
+
+
+class Resolved(BaseModel):
+    """A library (and version) a loose name or a question may mean, with why."""
+
+    name: str
+    version: str | None
+    score: float = Field(description="Higher is likelier; comparable within one answer only.")
+    description: str | None = None
+    reason: str = Field(description="What matched: its name, its version, its docs.")
+
+
+# How much a library's name or version in the words of a request outweighs its docs matching.
+NAME_WEIGHT = 10.0
+VERSION_WEIGHT = 3.0
+_WORD = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+def resolve(
+    manifest: Manifest | None, request: str, hits: Sequence[SearchResult]
+) -> list[Resolved]:
+    """The index's libraries ranked for ``request`` ("ray data", "pydantic v2", "how do I read
+    a parquet file in duckdb"): a library it names (as a whole word) first, the version it
+    names next, then by how well the library's docs answer it (``hits``: a keyword search of
+    ``request`` across all libraries, each hit counting 1/rank for its library and version).
+    Libraries that match in none of these ways are left out."""
+    words = set(_WORD.findall(request.lower()))
+    evidence: dict[tuple[str, str | None], float] = {}
+    for rank, hit in enumerate(hits, 1):
+        name = hit.chunk.metadata.get(LIBRARY_KEY)
+        version = hit.chunk.metadata.get(VERSION_KEY)
+        if isinstance(name, str):
+            key = (name, version if isinstance(version, str) else None)
+            evidence[key] = evidence.get(key, 0.0) + 1.0 / rank
+    answers = []
+    for info in listed(manifest):
+        named = _named(info.name, words)
+        for version in info.versions:
+            asked = version.version is not None and _version_asked(version.version, words)
+            docs = evidence.get((info.name, version.version), 0.0)
+            score = NAME_WEIGHT * named + VERSION_WEIGHT * asked + docs
+            if score <= 0:
+                continue
+            reasons = [
+                reason
+                for reason, present in (
+                    ("its name", named),
+                    ("its version", asked),
+                    ("its docs", docs),
+                )
+                if present
+            ]
+            answers.append(
+                Resolved(
+                    name=info.name,
+                    version=version.version,
+                    score=round(score, 4),
+                    description=info.description,
+                    reason="matched " + " and ".join(reasons),
+                )
+            )
+    return sorted(answers, key=lambda answer: (-answer.score, answer.name, answer.version or ""))
+
+
+def _named(name: str, words: set[str]) -> float:
+    """1 when the request names the library; 0.5 when it names every part of a compound
+    name ("scikit learn" for scikit-learn)."""
+    if name in words:
+        return 1.0
+    parts = [part for part in re.split(r"[._-]", name) if part]
+    return 0.5 if len(parts) > 1 and all(part in words for part in parts) else 0.0
+
+
+def _version_asked(version: str, words: set[str]) -> bool:
+    """Whether a word of the request is this version or its start: "2.9", "v2", "2"."""
+    for word in words:
+        asked = word.removeprefix("v")
+        if asked and (version == asked or version.startswith(asked + ".")):
+            return True
+    return False

@@ -7,9 +7,11 @@ import json
 import textwrap
 from pathlib import Path
 
+import anyio
 import duckdb
 import pytest
-from conftest import DEFAULT_BACKEND, STATIC_MODEL, run_cli
+from conftest import DEFAULT_BACKEND, SCRIPT, STATIC_MODEL, run_cli
+from mcp import Client, StdioServerParameters
 
 from duckdb_vectors import VectorStore
 from duckdb_vectors.bundle import Bundle, index_bundle
@@ -198,3 +200,58 @@ def test_a_bundle_may_be_toml(tmp_path: Path, bundle_file: Path) -> None:
     toml.write_text('[[libraries]]\nname = "duckdb"\nsource = "ducks"\n')
     (entry,) = Bundle.read(toml).libraries
     assert (entry.name, entry.source) == ("duckdb", str(tmp_path / "ducks"))
+
+
+def test_an_agent_picks_a_library_then_searches_and_fetches_in_it(
+    tmp_path: Path, bundle_file: Path
+) -> None:
+    db = tmp_path / "docs.duckdb"
+    with open_store(db) as store:
+        index_bundle(store, Bundle.read(bundle_file))
+    parameters = StdioServerParameters(
+        command=SCRIPT,
+        args=["mcp"],
+        env={
+            "DUCKDB_VECTORS_DB_PATH": str(db),
+            "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL),
+            "HF_HUB_OFFLINE": "1",
+        },
+    )
+
+    async def call(client: Client, tool: str, **arguments: object) -> dict:
+        result = await client.call_tool(tool, arguments)
+        assert result.is_error is False, result.content[0].text
+        return result.structured_content
+
+    async def scenario() -> None:
+        async with Client(parameters, mode="legacy", read_timeout_seconds=60) as client:
+            assert "several libraries (duckdb, ray)" in (client.instructions or "")
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            assert tools == ["libraries", "search", "fetch", "report"]
+
+            listing = await call(client, "libraries")
+            assert [info["name"] for info in listing["libraries"]] == ["duckdb", "ray"]
+            for request, expected in [
+                ("how do I read a parquet file in duckdb", ("duckdb", None)),
+                ("ray v2.10", ("ray", "2.10")),
+                ("hyperparameter sweeps", ("ray", "2.9")),  # by its docs alone
+            ]:
+                resolved = (await call(client, "libraries", request=request))["resolved"]
+                assert (resolved[0]["name"], resolved[0]["version"]) == expected, request
+
+            found = await call(
+                client, "search", query="read parquet", library="ray", version="2.10"
+            )
+            assert [hit["source"] for hit in found["results"]] == ["ray/2.10/data.md"]
+            page = await call(client, "fetch", id="data.md", library="ray", version="2.9")
+            assert "Read a Parquet file into a Dataset" in page["text"]
+
+            wrong = await client.call_tool("search", {"query": "x", "library": "pandas"})
+            assert wrong.is_error is True
+            assert wrong.content[0].text.endswith(
+                ": no library 'pandas' in this index; it holds duckdb, ray"
+            )
+            ambiguous = await client.call_tool("fetch", {"id": "data.md", "library": "ray"})
+            assert "ray has versions 2.9, 2.10: pass version too" in ambiguous.content[0].text
+
+    anyio.run(scenario)

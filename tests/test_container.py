@@ -47,7 +47,7 @@ from duckdb_vectors.container.bake import verify_image
 from duckdb_vectors.container.catalog import SERVER_METADATA_LABEL
 from duckdb_vectors.container.engine import CREATED_BY_LABEL
 from duckdb_vectors.errors import BakeError
-from duckdb_vectors.serve.mcp_server import IMMUTABLE_TTL_MS, TOOL_ORDER
+from duckdb_vectors.serve.mcp_server import CORE_TOOLS, IMMUTABLE_TTL_MS
 
 pytestmark = [pytest.mark.slow, pytest.mark.container]
 
@@ -678,7 +678,7 @@ def test_every_agent_configuration_lists_the_tools_and_searches(
         async with Client(transport, mode="legacy", read_timeout_seconds=60) as client:
             tools = [tool.name for tool in (await client.list_tools()).tools]
             listed = time.monotonic() - started
-            assert tools == list(TOOL_ORDER)
+            assert tools == list(CORE_TOOLS)
             assert listed < TOOLS_LISTED_WITHIN_S, f"tools listed after {listed:.1f} s"
             result = await client.call_tool("search", {"query": "which agents can connect?"})
             assert result.is_error is False
@@ -805,7 +805,7 @@ def inspector(node: str, target: list[str], *arguments: str) -> dict:
 def assert_tools_and_answers(answer: dict) -> None:
     """Both eras: the tools in their declared order, read-only with output schemas; a search
     whose text cites each hit; a fetch of its first hit."""
-    assert [tool["name"] for tool in answer["tools"]] == list(TOOL_ORDER)
+    assert [tool["name"] for tool in answer["tools"]] == list(CORE_TOOLS)
     assert all(tool["read_only"] and tool["output_schema"] for tool in answer["tools"])
     assert answer["server_info"]["name"] == "duckdb-vectors"
     search, fetched = answer["search"], answer["fetch"]
@@ -849,7 +849,7 @@ def test_the_typescript_sdk_in_the_2026_era(node: str, target: list[str]) -> Non
 
 def test_the_mcp_inspector_cli_in_both_eras(node: str, target: list[str]) -> None:
     listed = inspector(node, target, "--method", "tools/list")
-    assert [tool["name"] for tool in listed["tools"]] == list(TOOL_ORDER)
+    assert [tool["name"] for tool in listed["tools"]] == list(CORE_TOOLS)
     call = ["--method", "tools/call", "--tool-name", "search", "--tool-arg", "query=E408"]
     found = inspector(node, target, *call)
     assert found["structuredContent"]["results"][0]["source"] == "guides/searching.md"

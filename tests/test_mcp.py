@@ -20,9 +20,9 @@ from duckdb_vectors import UrlRule, VectorStore, index_folder
 from duckdb_vectors.index.manifest import package_version
 from duckdb_vectors.resources import available_cpus
 from duckdb_vectors.serve.mcp_server import (
+    CORE_TOOLS,
     IMMUTABLE_TTL_MS,
     RESOURCES_PAGE,
-    TOOL_ORDER,
     cache_hints,
 )
 
@@ -85,14 +85,24 @@ def test_initialize_and_list_tools(index: Path) -> None:
                 "one_per_source",
                 "match",
                 "max_tokens",
+                "library",
+                "version",
             }
+            assert properties["library"]["type"] == "string"  # one type, as filter's
             assert properties["match"]["enum"] == ["any", "all"]
             assert tools["search"].input_schema["required"] == ["query"]
             assert properties["top_k"]["maximum"] == 50
             assert properties["max_tokens"]["default"] == 8000
             assert properties["filter"]["type"] == "object"  # one type: portable to all clients
             fetch_schema = tools["fetch"].input_schema
-            assert set(fetch_schema["properties"]) == {"id", "context", "max_tokens", "offset"}
+            assert set(fetch_schema["properties"]) == {
+                "id",
+                "context",
+                "max_tokens",
+                "offset",
+                "library",
+                "version",
+            }
             assert fetch_schema["required"] == ["id"]
             assert "results" in tools["search"].output_schema["properties"]
             assert "chunk_count" in tools["report"].output_schema["properties"]
@@ -128,7 +138,7 @@ def test_2026_cache_hints_say_whether_the_index_can_change(
             ):
                 assert (listed.ttl_ms, listed.cache_scope) == (ttl_ms, "public")
             tools = await client.list_tools(cache_mode="refresh")
-            assert [tool.name for tool in tools.tools] == list(TOOL_ORDER)
+            assert [tool.name for tool in tools.tools] == list(CORE_TOOLS)
 
     anyio.run(scenario)
 

@@ -40,6 +40,7 @@ from ..fetching import Fetched, Neighbours, Offset, fetch, render
 from ..index.db import first_line
 from ..index.manifest import package_version
 from ..inputs import argument_error
+from ..libraries import LibraryInfo, Resolved, document_id, listed, resolve, scope
 from ..models import IndexReport
 from ..rendering import MIN_MAX_TOKENS, SearchOutput, report_as_text
 from ..search.answer import Match
@@ -57,8 +58,11 @@ REPORT_URI = "duckdb-vectors://report"
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False
 )
-# The order tools/list gives, whatever the registration order (catalogs and caches keep it).
-TOOL_ORDER = ("search", "fetch", "report")
+# The tools of every index, in the order tools/list gives whatever the registration order
+# (catalogs and caches keep it); an index of several libraries lists ``libraries`` first.
+CORE_TOOLS = ("search", "fetch", "report")
+TOOL_ORDER = ("libraries", *CORE_TOOLS)
+RESOLVE_DEPTH = 50  # the keyword hits a library resolution weighs
 # How long a client may reuse answers about an index that cannot change while served: a day,
 # the most the MCP SDKs honour.
 IMMUTABLE_TTL_MS = 24 * 60 * 60 * 1000
@@ -103,6 +107,46 @@ Filter = Annotated[
 Id = Annotated[
     str, Field(description="A hit's chunk_id (that chunk) or source (the whole document).")
 ]
+# Advertised as "string" alone (null is accepted too), as Filter is.
+LibraryName = Annotated[
+    str | SkipJsonSchema[None],
+    Field(description="Only this library (a name `libraries` lists); default: all of them."),
+]
+LibraryVersion = Annotated[
+    str | SkipJsonSchema[None],
+    Field(description="With library: only this version of it; default: every version."),
+]
+LibraryRequest = Annotated[
+    str | SkipJsonSchema[None],
+    Field(
+        description="Optional: a library's loose name or a question ('ray data', 'pydantic"
+        " v2', 'how do I read a parquet file in duckdb'); the libraries that fit it, best first."
+    ),
+]
+
+
+class LibraryList(BaseModel):
+    """What the ``libraries`` tool answers: every library, or those a request fits."""
+
+    libraries: list[LibraryInfo] = Field(default_factory=list)
+    resolved: list[Resolved] | None = Field(
+        None, description="For a request: the libraries it fits, best first."
+    )
+
+    def as_text(self) -> str:
+        if self.resolved is not None:
+            if not self.resolved:
+                return "No library fits that request; call libraries without one to list all."
+            return "\n".join(
+                f"{rank}. {answer.name}{' ' + answer.version if answer.version else ''}"
+                f" ({answer.reason}){': ' + answer.description if answer.description else ''}"
+                for rank, answer in enumerate(self.resolved, 1)
+            )
+        return "\n".join(
+            f"{info.name}: versions {', '.join(v.version or '-' for v in info.versions)};"
+            f" {info.chunks} chunks{'; ' + info.description if info.description else ''}"
+            for info in self.libraries
+        )
 
 
 class IndexServer(MCPServer):
@@ -203,18 +247,13 @@ def build_server(
     """An MCP server answering from ``store``; its ``warm_up`` starts once the first request
     is answered, if not before. ``guarded``: a bearer token guards it (see ``cache_hints``)."""
     served = ServedIndex(store, warm_up or BackgroundWarmUp(store))
+    held = listed(store.manifest)
     server = IndexServer(
         served,
         name="duckdb-vectors",
         version=server_version(served),
         title="duckdb-vectors retrieval",
-        instructions=(
-            "Search a document index with `search` (hybrid: meaning and exact words, so codes "
-            "and identifiers are found too). Each hit has its source, heading path, text, a "
-            "`uri` and, where known, a `url` to cite. `fetch` a hit's chunk_id (with `context` "
-            "for its neighbours) or its source (the whole document). `report` describes the "
-            "index. Outputs stay within `max_tokens` and say what they left out."
-        ),
+        instructions=_instructions(held),
         log_level="WARNING",
         cache_hints=cache_hints(served.immutable, guarded),
         # No change notifications: nothing advertises listChanged or subscribe.
@@ -244,12 +283,15 @@ def build_server(
         one_per_source: OnePerSource = True,
         match: MatchArgument = "any",
         max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
+        library: LibraryName = None,
+        version: LibraryVersion = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Hybrid search: ranked chunks with their source, title, text and citation."""
         server.wait_until_loaded()
         try:  # the store checks the query's text and the filter
+            scoped = _scoped(server.store, filter, library, version)
             hits = server.store.query(
-                query, top_k, filter=filter, one_per_source=one_per_source, match=match
+                query, top_k, filter=scoped, one_per_source=one_per_source, match=match
             )
         except Exception as error:  # the model must read what to fix, whatever went wrong
             raise ToolError(first_line(error)) from None
@@ -270,12 +312,40 @@ def build_server(
         context: Neighbours = 0,
         max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
         offset: Offset = 0,
+        library: LibraryName = None,
+        version: LibraryVersion = None,
     ) -> Annotated[CallToolResult, Fetched]:
         try:  # fetch checks the id
+            if library is not None:  # an id relative to the library's docs
+                id = document_id(server.store.manifest, id, library, version)
             fetched = fetch(server.store, id, context=context, max_tokens=max_tokens, offset=offset)
         except Exception as error:
             raise ToolError(first_line(error)) from None
         return _tool_result(fetched.as_text(cite=True), fetched)
+
+    if held:  # an index of one document set has no library to choose
+
+        @server.tool(
+            name="libraries",
+            title="List or resolve the libraries",
+            description="The libraries whose docs the index holds (name, versions, size,"
+            " description); with `request`, those that fit a loose name or a question, best"
+            " first. Pass the chosen name (and version) to `search`.",
+            annotations=READ_ONLY,
+        )
+        def libraries_tool(
+            request: LibraryRequest = None,
+        ) -> Annotated[CallToolResult, LibraryList]:
+            manifest = server.store.manifest
+            if request is None or not request.strip():
+                answer = LibraryList(libraries=listed(manifest))
+            else:
+                try:
+                    hits = server.store.query_text(request, RESOLVE_DEPTH)
+                except Exception as error:
+                    raise ToolError(first_line(error)) from None
+                answer = LibraryList(resolved=resolve(manifest, request, hits))
+            return _tool_result(answer.as_text(), answer)
 
     @server.tool(title="Describe the index", annotations=READ_ONLY)
     def report() -> Annotated[CallToolResult, IndexReport]:
@@ -298,6 +368,37 @@ def build_server(
         return render(chunks, with_header=True)
 
     return server
+
+
+def _instructions(held: list[LibraryInfo]) -> str:
+    text = (
+        "Search a document index with `search` (hybrid: meaning and exact words, so codes "
+        "and identifiers are found too). Each hit has its source, heading path, text, a "
+        "`uri` and, where known, a `url` to cite. `fetch` a hit's chunk_id (with `context` "
+        "for its neighbours) or its source (the whole document). `report` describes the "
+        "index. Outputs stay within `max_tokens` and say what they left out."
+    )
+    if len(held) > 1:
+        names = ", ".join(info.name for info in held)
+        text += (
+            f" The index holds the docs of several libraries ({names}): pick one first"
+            " (`libraries` with a `request` resolves a loose name or a question), then pass"
+            " `library` (and `version`) to `search`. Without one, search spans them all and"
+            " each hit names its library."
+        )
+    return text
+
+
+def _scoped(
+    store: VectorStore, filter: dict[str, Any] | None, library: str | None, version: str | None
+) -> dict[str, Any] | None:
+    """The search's filter, narrowed to ``library`` (and ``version``) when given."""
+    if library is None:
+        if version is not None:
+            raise ToolError("version needs library: name the library it is a version of")
+        return filter
+    scoped = scope(store.manifest, library, version)
+    return scoped if filter is None else {"$and": [filter, scoped]}
 
 
 def _tool_result(text: str, structured: BaseModel) -> CallToolResult:
