@@ -29,6 +29,7 @@ from .errors import SkillError
 from .index.manifest import Manifest, package_version
 from .index.slices import SliceCount
 from .index.terms import QUESTION_WORDS
+from .libraries import listed
 from .models import Example
 
 if TYPE_CHECKING:
@@ -341,13 +342,29 @@ def _holds(facts: IndexFacts, topics: list[str]) -> str:
             f"- Built {manifest.built_at:%Y-%m-%d %H:%M} UTC with {manifest.backend}; word forms"
             f" in {manifest.language}."
         )
-    for piece in facts.slices():
+    held = listed(manifest)
+    for info in held:
+        versions = ", ".join(v.version for v in info.versions if v.version)
+        about = f": {info.description}" if info.description else ""
+        versioned = f" (versions {versions})" if versions else ""
+        lines.append(f"- Library `{info.name}`{versioned}, {info.chunks} chunks{about}.")
+    for piece in [] if held else facts.slices():
         values = ", ".join(f"{key}={value}" for key, value in piece.metadata.items())
         lines.append(f"- Slice {values}: {piece.chunk_count} chunks.")
     return "\n".join(lines)
 
 
 def _slice_advice(target: SkillTarget, facts: IndexFacts, query: str) -> str:
+    held = listed(facts.manifest)
+    if held:
+        first = held[0]
+        command = target.command("search", query, "--json", "--library", first.name)
+        return (
+            "\nThe index holds the docs of several libraries (listed above): search the one the"
+            " question is about with `--library NAME` (and `--version V` for one version);"
+            " without it, each hit names its library:\n\n"
+            f"```bash\n{command}\n```\n"
+        )
     slices = facts.slices()
     if not slices:
         return ""

@@ -4,6 +4,7 @@ together, rebuilt at the cost of what changed."""
 from __future__ import annotations
 
 import json
+import shlex
 import textwrap
 from pathlib import Path
 
@@ -255,3 +256,23 @@ def test_an_agent_picks_a_library_then_searches_and_fetches_in_it(
             assert "ray has versions 2.9, 2.10: pass version too" in ambiguous.content[0].text
 
     anyio.run(scenario)
+
+
+def test_the_skill_of_a_bundle_index_lists_its_libraries_and_how_to_search_one(
+    tmp_path: Path, bundle_file: Path
+) -> None:
+    db = tmp_path / "docs.duckdb"
+    assert run_cli("index", "--bundle", str(bundle_file), "--db", str(db)).exit_code == 0
+    skill = run_cli("skill", "--db", str(db), "--stdout")
+    assert skill.exit_code == 0, skill.stderr
+    text = skill.stdout
+    assert "- Library `ray` (versions 2.9, 2.10), 3 chunks: Ray, a framework" in text
+    assert "- Library `duckdb`, 2 chunks: DuckDB, an in-process SQL database." in text
+    assert "Slice " not in text  # the libraries say it, not their slices
+    (command,) = [line for line in text.splitlines() if "--library duckdb" in line]
+    arguments = shlex.split(command)[1:]
+    found = run_cli(*arguments)
+    assert found.exit_code == 0, found.stderr
+    assert {hit["source"].split("/")[0] for hit in json.loads(found.stdout)["results"]} == {
+        "duckdb"
+    }
