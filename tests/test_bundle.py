@@ -276,3 +276,19 @@ def test_the_skill_of_a_bundle_index_lists_its_libraries_and_how_to_search_one(
     assert {hit["source"].split("/")[0] for hit in json.loads(found.stdout)["results"]} == {
         "duckdb"
     }
+
+
+def test_a_bundle_image_describes_its_libraries_to_the_gateway(
+    tmp_path: Path, bundle_file: Path
+) -> None:
+    # The catalog entry is made from the index's report and the image's MCP answer; here the
+    # server's answer is what the image's own server sends (its tools are not the point).
+    from duckdb_vectors.container.catalog import server_entry
+    from duckdb_vectors.container.engine import McpServerAnswer
+
+    with open_store(tmp_path / "docs.duckdb") as store:
+        index_bundle(store, Bundle.read(bundle_file))
+        report = store.report()
+    entry = server_entry("team-docs:1.0", report, McpServerAnswer({"serverInfo": {}}, []))
+    assert "the docs of 2 libraries (duckdb, ray 2.9/2.10)" in entry["description"]
+    assert "Pick a library (libraries)" in entry["description"]

@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 from docker.utils import parse_repository_tag
 
+from .. import libraries
+from ..index.manifest import Manifest
 from ..models import IndexReport
 from .engine import McpServerAnswer
 
@@ -72,6 +74,15 @@ def as_yaml(document: dict[str, Any]) -> str:
 
 
 def _description(name: str, report: IndexReport) -> str:
+    held = libraries.listed(Manifest.model_validate(report.manifest)) if report.manifest else []
+    if held:
+        return (
+            f"Search {name}, a frozen duckdb-vectors index of the docs of {len(held)} libraries"
+            f" ({_libraries(held)}): {report.chunk_count} chunks, embedded with"
+            f" {report.backend}. Pick a library (libraries), then hybrid search within it"
+            " (meaning and exact words); fetch a hit in context or a whole document;"
+            " read-only, no network."
+        )
     sources = [source for source in report.sources if source]
     listed = ", ".join(sources[:_LISTED_SOURCES])
     more = len(sources) - _LISTED_SOURCES
@@ -83,6 +94,15 @@ def _description(name: str, report: IndexReport) -> str:
         " (meaning and exact words), fetch a hit in context or a whole document; read-only,"
         " no network."
     )
+
+
+def _libraries(held: list[libraries.LibraryInfo]) -> str:
+    """``ray 2.9/2.10, duckdb``."""
+    named = []
+    for info in held:
+        versions = "/".join(version.version for version in info.versions if version.version)
+        named.append(f"{info.name} {versions}" if versions else info.name)
+    return ", ".join(named)
 
 
 def _tool(tool: dict[str, Any]) -> dict[str, Any]:
