@@ -183,7 +183,7 @@ def report_as_text(report: IndexReport, more: str = "see --json") -> str:
         f"versions    duckdb {manifest.get('duckdb_version', '-')},"
         f" duckdb-vectors {manifest.get('package_version', '-')}",
         *_slice_lines(manifest),
-        *libraries_lines(manifest),
+        *libraries_lines(Manifest.model_validate(manifest) if manifest else None),
         f"sources     {len(report.sources)}",
     ]
     if report.published is not None:
@@ -244,9 +244,9 @@ def bundle_summary_as_text(summary: BundleSummary) -> str:
     return "\n".join(blocks)
 
 
-def libraries_lines(manifest: dict[str, Any]) -> list[str]:
-    """The libraries of a bundle index, a line per version, for ``report``."""
-    found = libraries.listed(Manifest.model_validate(manifest)) if manifest else []
+def libraries_lines(manifest: Manifest | None) -> list[str]:
+    """The libraries of a bundle index, a line per version, for ``report`` and ``inspect``."""
+    found = libraries.listed(manifest)
     if not found:
         return []
     lines = [f"libraries   {len(found)}"]
@@ -312,6 +312,7 @@ def image_manifest_as_text(reference: str, image: ImageManifest) -> str:
             f"built       {manifest.built_at.isoformat()}",
             f"versions    duckdb {manifest.duckdb_version},"
             f" duckdb-vectors {manifest.package_version}",
+            *libraries_lines(manifest),
         ]
     )
 
