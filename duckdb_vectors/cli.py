@@ -397,7 +397,7 @@ def index(
     _echo(summary, as_json, summary_as_text)
     if empty:
         raise DuckDBVectorsError(
-            f"nothing was indexed from {source}: no document had indexable text"
+            f"nothing was indexed from {opened.location}: no document had indexable text"
         )
 
 
