@@ -39,6 +39,7 @@ from conftest import (
     SERVING_PACKAGES,
     STATIC_MODEL,
 )
+from git_server import commit_files, git, publish, serving
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -943,6 +944,45 @@ def test_no_secrets_in_any_layer(image: str) -> None:
         " -o -name '.git-credentials' -o -name '.pypirc' \\) 2>/dev/null",
     )
     assert files.strip() == ""
+
+
+def test_bake_a_git_source_fetched_by_the_build(installed: Path, tmp_path: Path) -> None:
+    """A git SOURCE is fetched in the index stage, over HTTP from a server on this machine's
+    loopback (so the build uses the host's network); the runtime image has no git, and its
+    manifest, labels and `inspect` record the repository and the commit."""
+    work = tmp_path / "work"
+    shutil.copytree(REPOSITORY / "examples" / "docs", work / "handbook")
+    git(work, "init", "--quiet", "--initial-branch=main")
+    commit_files(work, {"README.md": "# Not in the handbook\n"}, "the handbook")
+    git(work, "tag", "v1.0")
+    commit = git(work, "rev-parse", "v1.0")
+    served = tmp_path / "served"
+    served.mkdir()
+    publish(work, served, "docs.git")
+    tag = f"{PREFIX}-git"
+    try:
+        with serving(served) as server:
+            source = f"git+{server.url}/docs.git@v1.0#subdirectory=handbook"
+            result = run_installed(
+                installed,
+                *("bake", source, "--tag", tag, "--json", "--network", "host"),
+                cwd=tmp_path,
+                DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
+            )
+        assert result.returncode == 0, result.stderr[-3000:]
+        summary = json.loads(result.stdout)
+        assert (summary["source"], summary["commit"], summary["verified"]) == (source, commit, True)
+        assert summary["chunk_count"] == 9 and summary["source_count"] == 4
+        labels = docker.from_env().images.get(tag).labels
+        (record,) = json.loads(labels["io.duckdb-vectors.sources"])
+        assert (record["kind"], record["location"], record["commit"]) == ("git", source, commit)
+        inspected = run_installed(installed, "inspect", tag, cwd=tmp_path).stdout
+        assert f"origin      {source} (git, commit {commit[:12]}" in inspected
+        assert shell(tag, "command -v git || echo no git").strip() == "no git"
+        answer = docker_cli("run", "--rm", *HARDENED, tag, "search", "E408", "--top-k", "1")
+        assert "error code E408" in answer.stdout
+    finally:
+        remove_images(tag)
 
 
 # --- bad input: one line, a non-zero exit, nothing tagged, no container left -------------
