@@ -32,6 +32,7 @@ PAGES = {
 }
 INDEXED = {"retries.md", "limits.md", "guide/install.md", "backoff.md"}
 BIG = 2_000_000  # a file outside docs/ that a filtered fetch never downloads
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
 
 
 def no_checkouts() -> set[Path]:
@@ -47,6 +48,8 @@ def repository(tmp_path: Path) -> Iterator[Path]:
     git(work, "init", "--quiet", "--initial-branch=main")
     (work / "assets").mkdir()
     (work / "assets" / "big.bin").write_bytes(os.urandom(BIG))
+    (work / "docs").mkdir()
+    (work / "docs" / "diagram.png").write_bytes(PNG)  # listed every run, never indexed
     commit_files(work, PAGES, "docs")
     (work / "docs" / "backoff.md").symlink_to("retries.md")
     (work / "docs" / "escape.md").symlink_to("../README.md")
@@ -92,13 +95,14 @@ def test_a_subdirectory_over_http_reads_only_that_folder(
     assert summary.kind == "git" and sources_of(store) == INDEXED
     assert sent < BIG / 4  # the trees and docs/'s files, not the big file beside them
     skipped = {problem.source: problem.reason for problem in summary.skipped}
-    assert skipped == {"escape.md": "symlink points outside the indexed tree (not followed)"}
+    assert skipped["escape.md"] == "symlink points outside the indexed tree (not followed)"
+    assert set(skipped) == {"escape.md", "diagram.png"}
     (linked,) = store.document("backoff.md")  # a link inside the tree reads its target
     assert "retried three times" in linked.text
     (record,) = store.manifest.sources
     assert record.kind == "git" and record.commit == git(repository, "rev-parse", "main")
     assert record.location == f"git+{server.url}/repo.git#subdirectory=docs"
-    assert (record.documents, record.read, record.skipped) == (4, 4, 1)
+    assert (record.documents, record.read, record.skipped) == (4, 5, 2)
     assert url_of(store.query("how often is a failed request retried?", top_k=1)[0].chunk) is None
 
 
@@ -133,16 +137,19 @@ def test_a_refresh_reads_only_what_a_commit_changed(
 ) -> None:
     location = f"git+{served}#subdirectory=docs"
     first = index_source(store, location)
-    assert (first.files_read, first.files_new) == (4, 4)
+    assert (first.files_read, first.files_new) == (5, 4)  # the image is read, and skipped
 
+    # Every page the index holds is confirmed by its blob id; the image, stored nowhere since
+    # nothing of it is indexed, is the one file read again (and skipped again).
     again = index_source(store, location)
-    assert (again.files_read, again.files_unchanged, again.chunks_embedded) == (0, 4, 0)
+    assert (again.files_read, again.files_unchanged, again.chunks_embedded) == (1, 4, 0)
+    assert sorted(problem.source for problem in again.skipped) == ["diagram.png", "escape.md"]
 
     changed = {"docs/limits.md": "# Limits\n\nAt most 10 requests per minute for each key.\n"}
     commit = commit_files(repository, changed, "lower the limit")
     push(repository)
     third = index_source(store, location)
-    assert (third.files_read, third.files_changed, third.files_unchanged) == (1, 1, 3)
+    assert (third.files_read, third.files_changed, third.files_unchanged) == (2, 1, 3)
     assert third.chunks_embedded == 1
     assert store.manifest.sources[0].commit == commit
     (limits,) = store.document("limits.md")
@@ -179,8 +186,12 @@ def test_a_private_repository_needs_credentials_that_go_nowhere(
         assert result.exit_code == 0, result.stderr
         assert json.loads(result.stdout)["folder"] == bare
         report = run_cli("report", "--db", str(db), "--json")
-    assert json.loads(report.stdout)["manifest"]["sources"][0]["location"] == bare
-    for text in (result.stdout, result.stderr, report.stdout):
+        shown = run_cli("report", "--db", str(db)).stdout
+    (record,) = json.loads(report.stdout)["manifest"]["sources"]
+    assert record["location"] == bare
+    assert f"origin      {bare} (git, commit {record['commit'][:12]}, fetched" in shown
+    assert "4 documents, 5 read, 0 unchanged, 2 skipped, 0 failed" in shown
+    for text in (result.stdout, result.stderr, report.stdout, shown):
         assert TOKEN not in text
     assert TOKEN.encode() not in db.read_bytes()
 

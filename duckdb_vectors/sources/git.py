@@ -72,7 +72,12 @@ _FAILURES = (
         " (git+https://USER:TOKEN@HOST/...), or use git+ssh:// with a key",
     ),
     (
-        ("authentication failed", "permission denied", "host key verification failed"),
+        (
+            "authentication failed",
+            "permission denied",
+            "host key verification failed",
+            "returned error: 403",
+        ),
         "the server refused the credentials: check the user name and token (or the ssh key)",
     ),
     (
@@ -88,7 +93,6 @@ _FAILURES = (
             "connection timed out",
             "network is unreachable",
             "operation timed out",
-            "unable to access",
         ),
         "cannot reach the host: check its name and the network",
     ),
