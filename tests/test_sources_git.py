@@ -196,6 +196,20 @@ def test_a_private_repository_needs_credentials_that_go_nowhere(
     assert TOKEN.encode() not in db.read_bytes()
 
 
+def test_a_token_alone_goes_as_the_user_name(
+    repository: Path, tmp_path: Path, store: VectorStore
+) -> None:
+    """``https://TOKEN@host/...``, as GitHub takes a token: the user name, no password."""
+    root = tmp_path / "private"
+    root.mkdir()
+    publish(repository, root, "repo.git")
+    with serving(root, credentials=f"{TOKEN}:") as server:
+        host = server.url.removeprefix("http://")
+        summary = index_source(store, f"git+http://{TOKEN}@{host}/repo.git#subdirectory=docs")
+    assert summary.folder == f"git+{server.url}/repo.git#subdirectory=docs"
+    assert sources_of(store) == INDEXED
+
+
 @pytest.mark.parametrize(
     ("location", "message"),
     [

@@ -81,7 +81,7 @@ _FAILURES = (
         "the server refused the credentials: check the user name and token (or the ssh key)",
     ),
     (
-        ("does not appear to be a git repository", "not found", "no such file or directory"),
+        ("does not appear to be a git repository", "not found"),
         "no git repository there: check the URL (a private one needs credentials:"
         " git+https://USER:TOKEN@HOST/...)",
     ),
@@ -400,17 +400,22 @@ class GitSource(Source):
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env=self._environment(),
+                # git 2.44+: a blob missing from what was fetched is an error, not a request
+                env=self._environment() | {"GIT_NO_LAZY_FETCH": "1"},
             )
         except FileNotFoundError:
             raise self._git_missing() from None
 
+    @property
+    def _seconds(self) -> int:
+        """The request timeout, in the whole seconds git and ssh take."""
+        return max(1, round(self.options.timeout))
+
     def _command(self, arguments: Sequence[str]) -> list[str]:
-        timeout = max(1, round(self.options.timeout))
         settings = [
             "protocol.version=2",  # fetching blobs by id needs v2 on most servers
             "http.lowSpeedLimit=1",  # a transfer stalled for the request timeout fails
-            f"http.lowSpeedTime={timeout}",
+            f"http.lowSpeedTime={self._seconds}",
         ]
         if self.url.username is not None:
             settings.append(f"credential.helper={_CREDENTIAL_HELPER}")
@@ -420,17 +425,14 @@ class GitSource(Source):
     def _environment(self) -> dict[str, str]:
         """The caller's environment less git's own variables (a GIT_DIR would redirect
         every command), with no prompt, no configuration files and git's messages in English."""
-        environment = {name: value for name, value in os.environ.items() if "GIT_" not in name}
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         environment |= {
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_ASKPASS": "",
             "SSH_ASKPASS": "",
-            "GIT_SSH_COMMAND": (
-                f"ssh -o BatchMode=yes -o ConnectTimeout={max(1, round(self.options.timeout))}"
-            ),
+            "GIT_SSH_COMMAND": f"ssh -o BatchMode=yes -o ConnectTimeout={self._seconds}",
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_NO_LAZY_FETCH": "1",  # git 2.44+: a missing blob is an error, not a request
             "LC_ALL": "C",
             "LANGUAGE": "C",
         }
