@@ -313,6 +313,7 @@ def cli(debug: bool) -> None:
     epilog="""\b
 Examples:
   duckdb-vectors index ./docs --db docs.duckdb
+  duckdb-vectors index 'git+https://github.com/ORG/REPO@v1.0#subdirectory=docs' --db docs.duckdb
   duckdb-vectors index ./skills --db agent.duckdb --source-prefix skills/ --include '*.md'
   duckdb-vectors index ./docs-v2 --db docs.duckdb --set version=2.0   # sources under 2.0/
   duckdb-vectors index --from-parquet 'out/part-*.parquet' --db docs.duckdb --backend hashing:256

@@ -946,29 +946,39 @@ def test_no_secrets_in_any_layer(image: str) -> None:
     assert files.strip() == ""
 
 
-def test_bake_a_git_source_fetched_by_the_build(installed: Path, tmp_path: Path) -> None:
-    """A git SOURCE is fetched in the index stage, over HTTP from a server on this machine's
-    loopback (so the build uses the host's network); the runtime image has no git, and its
-    manifest, labels and `inspect` record the repository and the commit."""
-    work = tmp_path / "work"
+@pytest.fixture(scope="module")
+def handbook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """examples/docs as the handbook/ folder of a repository tagged v1.0, served over HTTP on
+    this machine's loopback: the SOURCE URL and the tagged commit."""
+    work = tmp_path_factory.mktemp("handbook-repository")
     shutil.copytree(REPOSITORY / "examples" / "docs", work / "handbook")
     git(work, "init", "--quiet", "--initial-branch=main")
     commit_files(work, {"README.md": "# Not in the handbook\n"}, "the handbook")
     git(work, "tag", "v1.0")
-    commit = git(work, "rev-parse", "v1.0")
-    served = tmp_path / "served"
-    served.mkdir()
+    served = tmp_path_factory.mktemp("served")
     publish(work, served, "docs.git")
+    with serving(served) as server:
+        yield (
+            f"git+{server.url}/docs.git@v1.0#subdirectory=handbook",
+            git(work, "rev-parse", "v1.0"),
+        )
+
+
+def test_bake_a_git_source_fetched_by_the_build(
+    installed: Path, handbook: tuple[str, str], tmp_path: Path
+) -> None:
+    """A git SOURCE is fetched in the index stage, over HTTP from a server on this machine's
+    loopback (so the build uses the host's network); the runtime image has no git, and its
+    manifest, labels and `inspect` record the repository and the commit."""
+    source, commit = handbook
     tag = f"{PREFIX}-git"
     try:
-        with serving(served) as server:
-            source = f"git+{server.url}/docs.git@v1.0#subdirectory=handbook"
-            result = run_installed(
-                installed,
-                *("bake", source, "--tag", tag, "--json", "--network", "host"),
-                cwd=tmp_path,
-                DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
-            )
+        result = run_installed(
+            installed,
+            *("bake", source, "--tag", tag, "--json", "--network", "host"),
+            cwd=tmp_path,
+            DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         summary = json.loads(result.stdout)
         assert (summary["source"], summary["commit"], summary["verified"]) == (source, commit, True)
@@ -983,6 +993,44 @@ def test_bake_a_git_source_fetched_by_the_build(installed: Path, tmp_path: Path)
         assert "error code E408" in answer.stdout
     finally:
         remove_images(tag)
+
+
+def test_the_plain_docker_build_takes_the_source_as_a_build_argument(
+    handbook: tuple[str, str],
+) -> None:
+    """`docker build --build-arg SOURCE=...` from a checkout fetches it as bake does."""
+    source, commit = handbook
+    model = REPOSITORY / ".build" / "git-test-model"
+    shutil.rmtree(model, ignore_errors=True)
+    shutil.copytree(STATIC_MODEL, model)
+    tag = f"{PREFIX}-plain-git"
+    arguments = (
+        "--build-arg",
+        f"SOURCE={source}",
+        "--build-arg",
+        "MODEL_DIR=.build/git-test-model",
+    )
+    try:
+        docker_cli(
+            "build",
+            "--force-rm",
+            "--network",
+            "host",
+            "-f",
+            "Dockerfile.runtime",
+            *arguments,
+            "-t",
+            tag,
+            ".",
+        )
+        manifest = json.loads(shell(tag, "cat /app/manifest.json"))["manifest"]
+        (record,) = manifest["sources"]
+        assert (record["kind"], record["location"], record["commit"]) == ("git", source, commit)
+        answer = docker_cli("run", "--rm", *HARDENED, tag, "search", "E408", "--top-k", "1")
+        assert "error code E408" in answer.stdout
+    finally:
+        remove_images(tag)
+        shutil.rmtree(REPOSITORY / ".build", ignore_errors=True)
 
 
 # --- bad input: one line, a non-zero exit, nothing tagged, no container left -------------
