@@ -317,6 +317,7 @@ def cli(debug: bool) -> None:
     epilog="""\b
 Examples:
   duckdb-vectors index ./docs --db docs.duckdb
+  duckdb-vectors index 'git+https://github.com/ORG/REPO@v1.0#subdirectory=docs' --db docs.duckdb
   duckdb-vectors index ./skills --db agent.duckdb --source-prefix skills/ --include '*.md'
   duckdb-vectors index ./docs-v2 --db docs.duckdb --set version=2.0   # sources under 2.0/
   duckdb-vectors index --from-parquet 'out/part-*.parquet' --db docs.duckdb --backend hashing:256
@@ -425,7 +426,7 @@ def index(
     _echo(summary, as_json, summary_as_text)
     if empty:
         raise DuckDBVectorsError(
-            f"nothing was indexed from {source}: no document had indexable text"
+            f"nothing was indexed from {opened.location}: no document had indexable text"
         )
 
 
@@ -836,12 +837,13 @@ def mcp(
     epilog="""\b
 Examples:
   duckdb-vectors bake ./docs --tag my-docs
+  duckdb-vectors bake 'git+https://github.com/ORG/REPO@v1.0#subdirectory=docs' --tag my-docs:1.0
   duckdb-vectors bake ./docs --tag my-docs:1.0 --model-path ./models/potion --label team=search
   duckdb-vectors bake ./handbook --tag registry.example.com/handbook --json
   duckdb-vectors bake ./docs --tag my-docs --catalog-entry my-docs.catalog.yaml
 """
 )
-@click.argument("docs", type=click.Path(path_type=Path))
+@click.argument("source", metavar="SOURCE")
 @click.option("--tag", "-t", required=True, help="Name the image, e.g. my-docs or my-docs:1.0.")
 @model_options
 @click.option(
@@ -857,6 +859,12 @@ Examples:
 @click.option("--platform", help="Target platform, e.g. linux/arm64, where the engine can.")
 @click.option("--no-cache", is_flag=True, help="Build every stage again, the toolkit too.")
 @click.option(
+    "--network",
+    metavar="MODE",
+    help="The build's network (docker build --network), e.g. host to fetch SOURCE from a"
+    " server on this machine; the image always runs with none.",
+)
+@click.option(
     "--catalog-entry",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="FILE",
@@ -867,7 +875,7 @@ Examples:
 @lexical_weight_option
 @json_option
 def bake(
-    docs: Path,
+    source: str,
     tag: str,
     backend: str | None,
     model_path: Path | None,
@@ -876,20 +884,22 @@ def bake(
     base_image: str,
     platform: str | None,
     no_cache: bool,
+    network: str | None,
     catalog_entry: Path | None,
     urls: UrlRule,
     language: str | None,
     lexical_weight: float | None,
     as_json: bool,
 ) -> None:
-    """Bake the documents in DOCS into a verified index image: build, label, check, tag."""
+    """Bake SOURCE (a folder, or a git+https:// URL or a site's URL, fetched at build time)
+    into a verified index image: build, label, check, tag."""
     require_extra("bake", "bake")
     from .container.bake import bake as bake_image
     from .container.labels import user_labels
 
     try:
         summary = bake_image(
-            docs,
+            source,
             tag,
             backend=backend,
             model_path=model_path,
@@ -898,6 +908,7 @@ def bake(
             base_image=base_image,
             platform=platform,
             no_cache=no_cache,
+            network=network,
             urls=urls,
             language=language,
             lexical_weight=lexical_weight,

@@ -299,16 +299,24 @@ class _Run:
             if entry.problem is not None:
                 self._problem(entry.source, entry.problem)
         self.pages = links.Pages(entry.source for entry in self.to_read)
+        self.listing = hashlib.sha256("\0".join(sorted(self.pages.paths)).encode()).hexdigest()[:32]
         previous = self.previous()
         # A document's chunks depend on which pages its links name (``links.fingerprint``):
         # with a page added or gone, every document is read so its links are checked again.
-        if self.pages.paths != frozenset(previous):
+        # The stored documents alone cannot tell: a page skipped (an image, no text) lists
+        # every run but is never stored, hence the last run's listing.
+        if self.pages.paths != frozenset(previous) and self.listing != self._last_listing():
             return
         self.revalidate = {
             page: validators
             for page, validators in previous.items()
             if validators and self.known[self.source_prefix + page].chunker == self.chunker_key
         }
+
+    def _last_listing(self) -> str | None:
+        manifest = self.store.manifest
+        recorded = manifest.sources if manifest is not None else []
+        return next((r.listing for r in recorded if r.prefix == self.source_prefix), None)
 
     def add(self, fetched: Fetched) -> list[Chunk]:
         """The chunks to write for a document: none if it is unchanged or cannot be indexed."""
@@ -384,6 +392,7 @@ class _Run:
         return source.record().model_copy(
             update={
                 "prefix": self.source_prefix,
+                "listing": self.listing,
                 "documents": len(self.keep) + summary.files_new + summary.files_changed,
                 "read": summary.files_read,
                 "unchanged": summary.files_unchanged,

@@ -184,6 +184,7 @@ def report_as_text(report: IndexReport, more: str = "see --json") -> str:
         f" duckdb-vectors {manifest.get('package_version', '-')}",
         *_slice_lines(manifest),
         *libraries_lines(Manifest.model_validate(manifest) if manifest else None),
+        *_origin_lines(manifest.get("sources") or []),
         f"sources     {len(report.sources)}",
     ]
     if report.published is not None:
@@ -205,6 +206,21 @@ def _slice_lines(manifest: dict[str, Any]) -> list[str]:
     for count in counts:
         values = " ".join(f"{key}={value}" for key, value in count["metadata"].items())
         lines.append(f"  {count['chunk_count']:6d}  {values}")
+    return lines
+
+
+def _origin_lines(records: list[dict[str, Any]]) -> list[str]:
+    """Where the documents came from (the manifest's ``sources``), one line each."""
+    lines = []
+    for record in records:
+        prefix = f"{record['prefix']} <- " if record.get("prefix") else ""
+        commit = f", commit {record['commit'][:12]}" if record.get("commit") else ""
+        lines.append(
+            f"origin      {prefix}{record['location']} ({record['kind']}{commit}, fetched"
+            f" {record.get('fetched_at') or '-'}): {record.get('documents', 0)} documents,"
+            f" {record.get('read', 0)} read, {record.get('unchanged', 0)} unchanged,"
+            f" {record.get('skipped', 0)} skipped, {record.get('failed', 0)} failed"
+        )
     return lines
 
 
@@ -280,8 +296,10 @@ def bake_summary_as_text(summary: BakeSummary) -> str:
         if summary.overhead_bytes is not None
         else ""
     )
+    commit = f" at {summary.commit[:12]}" if summary.commit else ""
     lines = [
         f"baked {summary.tag} ({summary.image_id[:19]}) in {summary.build_seconds:.1f} s",
+        f"source    {summary.source}{commit}",
         f"size      {_megabytes(summary.size_bytes)}{overhead}",
         f"index     {summary.chunk_count} chunks from {summary.source_count} sources,"
         f" {len(summary.skipped)} files skipped, {len(summary.failed)} failed",
@@ -299,6 +317,7 @@ def bake_summary_as_text(summary: BakeSummary) -> str:
 def image_manifest_as_text(reference: str, image: ImageManifest) -> str:
     manifest = image.manifest
     sources = "-" if image.source_count is None else str(image.source_count)
+    origins = [record.model_dump(mode="json") for record in manifest.sources]
     return "\n".join(
         [
             f"image       {reference} ({image.image_id[:19]})",
@@ -306,6 +325,7 @@ def image_manifest_as_text(reference: str, image: ImageManifest) -> str:
             f"dimension   {manifest.dimension}",
             f"tokenizer   {manifest.tokenizer}",
             f"chunks      {manifest.chunk_count}",
+            *_origin_lines(origins),
             f"sources     {sources}",
             f"content     {manifest.content_hash[:16] or '-'}",
             f"model       {(manifest.model_fingerprint or '-')[:16]}",

@@ -48,12 +48,21 @@ class FileSelection:
     def for_folder(
         cls, root: Path, include: Sequence[str] = (), exclude: Sequence[str] = ()
     ) -> FileSelection:
-        lines: list[str] = []
+        texts: list[str] = []
         for name in IGNORE_FILES:
             try:
-                lines += (root / name).read_text(encoding="utf-8", errors="replace").splitlines()
+                texts.append((root / name).read_text(encoding="utf-8", errors="replace"))
             except OSError:
                 continue
+        return cls.with_ignore_files(texts, include, exclude)
+
+    @classmethod
+    def with_ignore_files(
+        cls, texts: Sequence[str], include: Sequence[str] = (), exclude: Sequence[str] = ()
+    ) -> FileSelection:
+        """The rules given the text of the root's ignore files (``IGNORE_FILES``), wherever
+        they were read from (a folder, a git tree)."""
+        lines = [line for text in texts for line in text.splitlines()]
         return cls(tuple(include), tuple(exclude), GitIgnoreSpec.from_lines(lines))
 
     def enters(self, relative_folder: str) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import DEFAULT_BACKEND, REPOSITORY, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, REPOSITORY, STATIC_MODEL, run_cli
 from test_indexer import a_docs_site, write
 
 from duckdb_vectors import Manifest, VectorStore, index_folder
@@ -25,7 +25,7 @@ from duckdb_vectors.container.labels import manifest_from_labels, manifest_label
 from duckdb_vectors.errors import EngineError
 
 
-def members(docs: Path, model: Path | None = None) -> dict[str, tarfile.TarInfo]:
+def members(docs: Path | None, model: Path | None = None) -> dict[str, tarfile.TarInfo]:
     context = write_context(docs, model)
     try:
         with tarfile.open(fileobj=context.archive) as tar:
@@ -88,6 +88,49 @@ def test_the_model_arguments_come_after_the_package_install() -> None:
         for argument in ("ARG BACKEND=", "ARG MODEL_DIR="):
             declared = [i for i, line in enumerate(lines) if line.startswith(argument)]
             assert declared and min(declared) > install, f"{name}: {argument} before the install"
+
+
+def test_a_source_the_build_fetches_sends_an_empty_docs_folder() -> None:
+    names = members(None)
+    assert names["input/docs"].isdir()
+    assert not [name for name in names if name.startswith("input/docs/")]
+
+
+def test_the_git_install_and_the_refresh_argument_leave_a_folder_bake_cached() -> None:
+    """git's install comes before the folder's COPY (a folder's bakes keep its layer), and the
+    REFRESH argument only right before the index run (which it must run again)."""
+    lines = (REPOSITORY / "Dockerfile.runtime").read_text().splitlines()
+    git = next(
+        i for i, line in enumerate(lines) if "install -y -qq --no-install-recommends git" in line
+    )
+    copy = next(i for i, line in enumerate(lines) if line.startswith("COPY ${DOCS}"))
+    refresh = lines.index('ARG REFRESH=""')
+    index = next(i for i, line in enumerate(lines) if "duckdb-vectors index" in line)
+    assert git < copy < refresh < index
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            "git+file:///srv/repo",
+            "git+file:///srv/repo: the build cannot read this machine's files",
+        ),
+        (
+            "git+https://reader:s3cr3t@example.com/org/repo@v1",
+            "git+https://example.com/org/repo@v1: a bake takes no credentials",
+        ),
+        ("ftp://example.com/docs", "ftp://example.com/docs is not a folder, a git+https://"),
+    ],
+    ids=["a-local-repository", "credentials", "no-such-kind"],
+)
+def test_a_source_a_build_cannot_fetch_is_refused_before_any_build(
+    source: str, expected: str
+) -> None:
+    result = run_cli("bake", source, "--tag", "never-built", env={"DOCKER_HOST": "unix:///none"})
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"Error: {expected}")
+    assert "s3cr3t" not in result.stderr and "reader" not in result.stderr
 
 
 # --- the MCP client of bake, against a server on the far end of an attach socket ----------

@@ -39,6 +39,7 @@ from conftest import (
     SERVING_PACKAGES,
     STATIC_MODEL,
 )
+from git_server import commit_files, git, publish, serving
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -943,6 +944,93 @@ def test_no_secrets_in_any_layer(image: str) -> None:
         " -o -name '.git-credentials' -o -name '.pypirc' \\) 2>/dev/null",
     )
     assert files.strip() == ""
+
+
+@pytest.fixture(scope="module")
+def handbook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """examples/docs as the handbook/ folder of a repository tagged v1.0, served over HTTP on
+    this machine's loopback: the SOURCE URL and the tagged commit."""
+    work = tmp_path_factory.mktemp("handbook-repository")
+    shutil.copytree(REPOSITORY / "examples" / "docs", work / "handbook")
+    git(work, "init", "--quiet", "--initial-branch=main")
+    commit_files(work, {"README.md": "# Not in the handbook\n"}, "the handbook")
+    git(work, "tag", "v1.0")
+    served = tmp_path_factory.mktemp("served")
+    publish(work, served, "docs.git")
+    with serving(served) as server:
+        yield (
+            f"git+{server.url}/docs.git@v1.0#subdirectory=handbook",
+            git(work, "rev-parse", "v1.0"),
+        )
+
+
+def test_bake_a_git_source_fetched_by_the_build(
+    installed: Path, handbook: tuple[str, str], tmp_path: Path
+) -> None:
+    """A git SOURCE is fetched in the index stage, over HTTP from a server on this machine's
+    loopback (so the build uses the host's network); the runtime image has no git, and its
+    manifest, labels and `inspect` record the repository and the commit."""
+    source, commit = handbook
+    tag = f"{PREFIX}-git"
+    try:
+        result = run_installed(
+            installed,
+            *("bake", source, "--tag", tag, "--json", "--network", "host"),
+            cwd=tmp_path,
+            DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        summary = json.loads(result.stdout)
+        assert (summary["source"], summary["commit"], summary["verified"]) == (source, commit, True)
+        assert summary["chunk_count"] == 9 and summary["source_count"] == 4
+        labels = docker.from_env().images.get(tag).labels
+        (record,) = json.loads(labels["io.duckdb-vectors.sources"])
+        assert (record["kind"], record["location"], record["commit"]) == ("git", source, commit)
+        inspected = run_installed(installed, "inspect", tag, cwd=tmp_path).stdout
+        assert f"origin      {source} (git, commit {commit[:12]}" in inspected
+        assert shell(tag, "command -v git || echo no git").strip() == "no git"
+        answer = docker_cli("run", "--rm", *HARDENED, tag, "search", "E408", "--top-k", "1")
+        assert "error code E408" in answer.stdout
+    finally:
+        remove_images(tag)
+
+
+def test_the_plain_docker_build_takes_the_source_as_a_build_argument(
+    handbook: tuple[str, str],
+) -> None:
+    """`docker build --build-arg SOURCE=...` from a checkout fetches it as bake does."""
+    source, commit = handbook
+    model = REPOSITORY / ".build" / "git-test-model"
+    shutil.rmtree(model, ignore_errors=True)
+    shutil.copytree(STATIC_MODEL, model)
+    tag = f"{PREFIX}-plain-git"
+    arguments = (
+        "--build-arg",
+        f"SOURCE={source}",
+        "--build-arg",
+        "MODEL_DIR=.build/git-test-model",
+    )
+    try:
+        docker_cli(
+            "build",
+            "--force-rm",
+            "--network",
+            "host",
+            "-f",
+            "Dockerfile.runtime",
+            *arguments,
+            "-t",
+            tag,
+            ".",
+        )
+        manifest = json.loads(shell(tag, "cat /app/manifest.json"))["manifest"]
+        (record,) = manifest["sources"]
+        assert (record["kind"], record["location"], record["commit"]) == ("git", source, commit)
+        answer = docker_cli("run", "--rm", *HARDENED, tag, "search", "E408", "--top-k", "1")
+        assert "error code E408" in answer.stdout
+    finally:
+        remove_images(tag)
+        shutil.rmtree(REPOSITORY / ".build", ignore_errors=True)
 
 
 # --- bad input: one line, a non-zero exit, nothing tagged, no container left -------------

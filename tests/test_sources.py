@@ -112,6 +112,19 @@ def test_a_document_added_elsewhere_has_every_document_read_again(
     assert (summary.files_new, summary.files_unchanged, summary.chunks_embedded) == (1, 3, 1)
 
 
+def test_a_document_nothing_indexes_leaves_the_others_confirmed(
+    tmp_path: Path, store: VectorStore
+) -> None:
+    """A listed page that is never stored (an image, a page with no text) lists again as it
+    did last run: the listing matches the recorded one, so the others are not read again."""
+    archive = write_archive(tmp_path / "docs.zip", {**PAGES, "logo.png": "\x89PNG\r\n\x1a\n"})
+    index_source(store, ZipSource(str(archive), open_source(".").options))
+    again = ZipSource(str(archive), open_source(".").options)
+    summary = index_source(store, again)
+    assert again.sent == ["logo.png"] and summary.files_unchanged == 3
+    assert [problem.source for problem in summary.skipped] == ["logo.png"]
+
+
 def test_the_manifest_records_each_source_by_its_prefix(tmp_path: Path, store: VectorStore) -> None:
     archive = write_archive(tmp_path / "docs.zip", PAGES)
     folder = tmp_path / "notes"

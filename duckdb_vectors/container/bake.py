@@ -1,4 +1,8 @@
-"""``bake``: a folder of documents in, a verified, labelled index image out.
+"""``bake``: a SOURCE of documents in, a verified, labelled index image out.
+
+A folder is sent in the build context. Any other SOURCE (a ``git+https://`` URL, a site) is
+handed to the index stage as its ``SOURCE`` build argument and fetched there, at build time;
+the runtime image runs with no network, as always.
 
 1. check the inputs on the host, so bad input fails at once with one line, not in a build;
 2. build Dockerfile.runtime from the context ``context`` assembles;
@@ -16,6 +20,7 @@ import json
 import re
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import docker
 from pydantic import BaseModel, Field
@@ -28,6 +33,8 @@ from ..indexer import FileProblem, IndexSummary, first_indexable_file
 from ..models import Example, IndexReport
 from ..progress import StatusLine
 from ..skills import Skill
+from ..sources import kind_of
+from ..sources.folder import FolderSource
 from . import engine
 from .catalog import SERVER_METADATA_LABEL, as_yaml, server_entry, write_catalog_entry
 from .context import RUNTIME_DOCKERFILE, dockerfile_context, write_context
@@ -47,6 +54,8 @@ class BakeSummary(BaseModel):
 
     tag: str
     image_id: str
+    source: str = Field(description="The SOURCE baked, without credentials.")
+    commit: str | None = Field(None, description="A git SOURCE: the commit that was indexed.")
     size_bytes: int | None = Field(description="The image's size as the engine reports it.")
     base_image: str
     overhead_bytes: int | None = Field(description="Size over the base image.")
@@ -69,7 +78,7 @@ class BakeSummary(BaseModel):
 
 
 def bake(
-    docs: str | Path,
+    source: str | Path,
     tag: str,
     *,
     backend: str | None = None,
@@ -79,17 +88,21 @@ def bake(
     base_image: str = DEFAULT_BASE_IMAGE,
     platform: str | None = None,
     no_cache: bool = False,
+    network: str | None = None,
     urls: UrlRule | None = None,
     language: str | None = None,
     lexical_weight: float | None = None,
     catalog_entry: str | Path | None = None,
     status: StatusLine | None = None,
 ) -> BakeSummary:
-    """Bake the documents in ``docs`` into an image tagged ``tag``.
+    """Bake the documents of ``source`` into an image tagged ``tag``: a folder, or a SOURCE
+    the build fetches (``git+https://HOST/ORG/REPO@REF#subdirectory=PATH``, a site's URL).
 
     ``backend`` and ``model_path`` are resolved as ``index`` resolves them; with no model
-    folder the build downloads the model. ``urls``, ``language`` and ``lexical_weight`` go to
-    the index run (``index --base-url``, ``--language``, ``--lexical-weight``).
+    folder the build downloads the model. ``network``: the build's network (``docker build
+    --network``), e.g. ``host`` to fetch a SOURCE from a server on this machine. ``urls``,
+    ``language`` and ``lexical_weight`` go to the index run (``index --base-url``,
+    ``--language``, ``--lexical-weight``).
     ``catalog_entry``: a file to write the image's Docker MCP Gateway catalog entry to, once
     it is tagged.
     """
@@ -98,7 +111,7 @@ def bake(
     _check_tag(tag)
     if language is not None:
         checked_language(language)  # before a build that would fail on it
-    docs = _checked_docs(Path(docs))
+    docs, fetched = _checked_source(str(source))
     model = _checked_model(settings.model_path)
     catalog_file = _checked_catalog_file(catalog_entry)
     status = status or StatusLine()
@@ -112,9 +125,11 @@ def bake(
             dockerfile=RUNTIME_DOCKERFILE,
             buildargs=context.buildargs
             | {"BACKEND": backend, "PYTHON_IMAGE": base_image}
+            | _source_buildargs(fetched)
             | _index_buildargs(urls or UrlRule(), language, lexical_weight),
             platform=platform,
             no_cache=no_cache,
+            network=network,
             status=status,
         )
     finally:
@@ -156,9 +171,12 @@ def bake(
     size = engine.image_size(client, labelled)
     base_size = engine.image_size(client, base_image)
     manifest = report.manifest or {}
+    recorded = (manifest.get("sources") or [{}])[0]
     return BakeSummary(
         tag=tag,
         image_id=image.id,
+        source=recorded.get("location", fetched) if fetched else str(source),
+        commit=recorded.get("commit"),
         size_bytes=size,
         base_image=base_image,
         overhead_bytes=size - base_size if size is not None and base_size is not None else None,
@@ -236,6 +254,27 @@ def _check_tag(tag: str) -> None:
         )
 
 
+def _checked_source(source: str) -> tuple[Path | None, str | None]:
+    """The folder to send in the context, or the SOURCE the build fetches: one of a kind
+    ``index`` reads, that a build can reach, and that holds no credentials (build arguments
+    stay in the image's history)."""
+    if kind_of(source) is FolderSource:  # a SOURCE nothing reads is one line, not a build
+        return _checked_docs(Path(source)), None
+    parts = urlsplit(source.removeprefix("git+"))
+    if parts.scheme == "file":
+        raise BakeInputError(
+            f"{source}: the build cannot read this machine's files; bake a folder (a clone:"
+            " git clone, then bake its folder)"
+        )
+    if parts.scheme in ("http", "https") and "@" in parts.netloc:
+        shown = source.replace(parts.netloc, parts.netloc.rpartition("@")[2], 1)
+        raise BakeInputError(
+            f"{shown}: a bake takes no credentials, since build arguments stay in the image's"
+            " history; bake a folder instead (a clone: git clone, then bake its folder)"
+        )
+    return None, source
+
+
 def _checked_docs(docs: Path) -> Path:
     if not docs.exists():
         raise BakeInputError(f"{docs} does not exist: pass the folder of documents to bake")
@@ -269,6 +308,14 @@ def _checked_catalog_file(path: str | Path | None) -> Path | None:
             f"--catalog-entry {path}: folder {path.parent} does not exist; create it first"
         )
     return path
+
+
+def _source_buildargs(fetched: str | None) -> dict[str, str]:
+    """A SOURCE the index stage fetches, and a new ``REFRESH`` each bake: a branch moves
+    without the build's cache knowing, so its index layer is never reused."""
+    if fetched is None:
+        return {}
+    return {"SOURCE": fetched, "REFRESH": str(time.time_ns())}
 
 
 def _index_buildargs(

@@ -1,6 +1,7 @@
 """The build context of a bake: a tar shaped like a checkout of this project (Dockerfiles,
 pyproject.toml, README.md, the package), so an installed package can rebuild the toolkit,
-plus the documents and, optionally, the model, streamed from where they are.
+plus the documents (a folder; a SOURCE the build fetches sends none) and, optionally, the
+model, streamed from where they are.
 
 Every entry gets a fixed owner and time stamp: the same files give the same context, so the
 engine reuses its cached toolkit layers and two bakes of the same documents agree.
@@ -57,16 +58,20 @@ class BuildContext:
         self.archive.close()
 
 
-def write_context(docs: Path, model_path: Path | None) -> BuildContext:
-    """A tar of the project files, ``docs`` and the model folder, in a temporary file."""
+def write_context(docs: Path | None, model_path: Path | None) -> BuildContext:
+    """A tar of the project files, ``docs`` (None: an empty folder, for a SOURCE the build
+    fetches) and the model folder, in a temporary file."""
     archive = tempfile.TemporaryFile()  # noqa: SIM115 (closed by BuildContext.close)
     with tarfile.open(fileobj=archive, mode="w") as tar:
         build_files = build_files_dir()
         for name in BUILD_FILE_NAMES:
             _add(tar, build_files / name, name)
         _add_tree(tar, PACKAGE_DIR, "duckdb_vectors")
-        # What the index stage leaves out is not sent: a node_modules/ can outweigh the docs.
-        _add_tree(tar, docs, DOCS_IN_CONTEXT, FileSelection.for_folder(docs))
+        if docs is None:
+            _add_folder(tar, DOCS_IN_CONTEXT)
+        else:
+            # What the index stage leaves out is not sent: a node_modules/ can outweigh them.
+            _add_tree(tar, docs, DOCS_IN_CONTEXT, FileSelection.for_folder(docs))
         if model_path is not None:
             _add_tree(tar, model_path, MODEL_IN_CONTEXT)
     archive.seek(0)
@@ -87,6 +92,12 @@ def dockerfile_context(dockerfile: str) -> IO[bytes]:
         tar.addfile(entry, io.BytesIO(data))
     archive.seek(0)
     return archive
+
+
+def _add_folder(tar: tarfile.TarFile, name: str) -> None:
+    entry = tarfile.TarInfo(name)
+    entry.type = tarfile.DIRTYPE
+    tar.addfile(_normalised(entry))
 
 
 def _add_tree(

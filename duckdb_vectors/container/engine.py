@@ -83,9 +83,11 @@ def build(
     labels: dict[str, str] | None = None,
     platform: str | None = None,
     no_cache: bool = False,
+    network: str | None = None,
     status: StatusLine | None = None,
 ) -> str:
-    """Build from a tar context; the new image's id. Progress goes to ``status``."""
+    """Build from a tar context; the new image's id. Progress goes to ``status``; ``network``
+    is the network of its RUN steps (``docker build --network``)."""
     try:
         events = client.api.build(
             fileobj=context,
@@ -95,6 +97,7 @@ def build(
             labels=labels,
             platform=platform,
             nocache=no_cache,
+            network_mode=network,
             rm=True,
             forcerm=True,
             decode=True,

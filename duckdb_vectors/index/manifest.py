@@ -32,6 +32,11 @@ class SourceRecord(BaseModel):
     unchanged: int = Field(0, description="Documents the source confirmed unchanged.")
     skipped: int = Field(0, description="Documents left out, with reasons in the summary.")
     failed: int = Field(0, description="Documents that could not be read this run.")
+    listing: str | None = Field(
+        None,
+        description="A hash of the ids of the documents it listed to read: the next run lets"
+        " the source confirm documents unchanged when it lists the same.",
+    )
 
 
 class LibraryRecord(BaseModel):

@@ -120,10 +120,7 @@ def read_stable(path: Path, max_bytes: int) -> bytes:
     """The file's bytes, refusing files over the size limit or changing while read."""
     before = path.stat()
     if before.st_size > max_bytes:
-        raise SkipFile(
-            f"larger than the {max_bytes / 1e6:g} MB limit ({before.st_size / 1e6:.1f} MB);"
-            " raise max_file_bytes (--max-file-size) to index it"
-        )
+        raise SkipFile(too_large(before.st_size, max_bytes))
     with path.open("rb") as handle:
         data = handle.read(max_bytes + 1)
     after = path.stat()
@@ -131,3 +128,11 @@ def read_stable(path: Path, max_bytes: int) -> bytes:
     if changed or len(data) != after.st_size:
         raise SkipFile("changed while being read; run the index again")
     return data
+
+
+def too_large(size: int, max_bytes: int) -> str:
+    """Why a document of ``size`` bytes is skipped."""
+    return (
+        f"larger than the {max_bytes / 1e6:g} MB limit ({size / 1e6:.1f} MB);"
+        " raise max_file_bytes (--max-file-size) to index it"
+    )
