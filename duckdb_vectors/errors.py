@@ -72,7 +72,7 @@ class MissingExtraError(DuckDBVectorsError):
 
 # The modules each extra of pyproject.toml installs, as a verb imports them.
 EXTRA_MODULES = {
-    "index": ("pyromark", "docutils", "selectolax", "pypdf", "pathspec"),
+    "index": ("pyromark", "docutils", "selectolax", "pypdf", "pathspec", "protego", "defusedxml"),
     "mcp": ("mcp",),
     "bake": ("docker", "mcp", "pyromark", "docutils", "selectolax", "pypdf", "pathspec"),
 }
