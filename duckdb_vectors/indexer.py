@@ -277,6 +277,7 @@ class _Run:
         self.documents: list[documents.Document] = []
         self.to_read: list[Entry] = []
         self.revalidate: dict[str, Validators] = {}
+        self.page_set: str | None = None
 
     def choose_citations(self, urls: UrlRule | None, source: Source) -> None:
         """The run's URL rule: the caller's if it names a base URL, else the source's own
@@ -302,13 +303,21 @@ class _Run:
         previous = self.previous()
         # A document's chunks depend on which pages its links name (``links.fingerprint``):
         # with a page added or gone, every document is read so its links are checked again.
-        if self.pages.paths != frozenset(previous):
+        # The stored documents are the listed pages but for those that had no text, so the
+        # last run's listing is recorded too.
+        self.page_set = hashlib.sha256("\n".join(sorted(self.pages.paths)).encode()).hexdigest()
+        if self.pages.paths != frozenset(previous) and self.page_set != self._last_page_set():
             return
         self.revalidate = {
             page: validators
             for page, validators in previous.items()
             if validators and self.known[self.source_prefix + page].chunker == self.chunker_key
         }
+
+    def _last_page_set(self) -> str | None:
+        manifest = self.store.manifest
+        records = manifest.sources if manifest is not None else []
+        return next((r.page_set for r in records if r.prefix == self.source_prefix), None)
 
     def add(self, fetched: Fetched) -> list[Chunk]:
         """The chunks to write for a document: none if it is unchanged or cannot be indexed."""
@@ -389,6 +398,7 @@ class _Run:
                 "unchanged": summary.files_unchanged,
                 "skipped": len(summary.skipped),
                 "failed": len(summary.failed),
+                "page_set": self.page_set,
             }
         )
 

@@ -11,6 +11,7 @@ import base64
 import contextlib
 import gzip
 import hashlib
+import itertools
 import json
 import re
 import threading
@@ -59,6 +60,7 @@ class Logged:
     user_agent: str
     authorization: str | None
     header: str | None
+    at: float = field(default_factory=time.monotonic)
 
 
 class Site:
@@ -86,6 +88,8 @@ class Site:
 def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body are two writes: without this, each 200 waits for a delayed ACK.
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
@@ -132,15 +136,21 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client closing its kept-alive connection: nothing to report
+
+
 @pytest.fixture
 def serve() -> Iterator[Callable[[], tuple[Site, str]]]:
     """Start sites on 127.0.0.1; each is shut down when the test ends, passed or not."""
-    servers: list[ThreadingHTTPServer] = []
+    servers: list[_Server] = []
 
     def start() -> tuple[Site, str]:
         site = Site()
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(site))
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", 0), _handler(site))
         servers.append(server)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return site, f"http://127.0.0.1:{server.server_address[1]}"
@@ -349,6 +359,39 @@ def test_an_llms_full_txt_without_addresses_is_split_on_its_headings(
     assert set(sources_of(store)) == {"index.md", "install.md", "retries.md"}
 
 
+def test_robots_txt_wildcards_and_crawl_delay_are_honoured(serve, store: VectorStore) -> None:
+    site, base = serve()
+    docs_site(site)
+    site.put("/docs/drafts/next.html", page("Next", "Not published yet."))
+    site.put("/robots.txt", "User-agent: *\nDisallow: /*/drafts/\nCrawl-delay: 0.3\n", "text/plain")
+    paths = ["/docs/", "/docs/guide/install.html", "/docs/drafts/next.html", "/docs/retries.html"]
+    site.put("/sitemap.xml", sitemap(base, paths), "application/xml")
+    summary = index_source(store, f"{base}/docs/")
+    assert [(p.source, p.reason) for p in summary.skipped] == [
+        ("drafts/next.html", "robots.txt disallows it")
+    ]
+    assert "/docs/drafts/next.html" not in [entry.path for entry in site.log]
+    starts = [entry.at for entry in site.log[1:]]  # after robots.txt told the delay
+    assert min(later - earlier for earlier, later in itertools.pairwise(starts)) >= 0.25
+
+
+def calendar(handler: BaseHTTPRequestHandler) -> tuple[int, dict[str, str], bytes]:
+    """Every day links the next one, forever."""
+    day = int(handler.path.rsplit("/", 1)[-1].removesuffix(".html"))
+    links = f'<a href="{day + 1}.html">next</a> <a href="{day}.html?view=week">week</a>'
+    return 200, {"Content-Type": "text/html"}, page(f"Day {day}", "Events.", links=links).encode()
+
+
+def test_a_crawl_ends_at_max_pages(serve, store: VectorStore) -> None:
+    site, base = serve()
+    for day in range(100):
+        site.behave(f"/docs/{day}.html", calendar)
+    summary = index_source(store, f"{base}/docs/0.html", options=SourceOptions(max_pages=5))
+    # robots.txt, the two places a sitemap may be, then five pages.
+    assert summary.files_new == 5 and len(site.log) == 8
+    assert not any("?" in entry.path for entry in site.log)
+
+
 def bomb(_: BaseHTTPRequestHandler) -> tuple[int, dict[str, str], bytes]:
     compressed = gzip.compress(b"<p>" + b"a" * 50_000_000, compresslevel=9)
     headers = {"Content-Type": "text/html", "Content-Encoding": "gzip"}
@@ -371,7 +414,7 @@ def flaky(status: int, failures: int, retry_after: str | None = None) -> Callabl
 
 
 def slow(_: BaseHTTPRequestHandler) -> tuple[int, dict[str, str], bytes]:
-    time.sleep(3)
+    time.sleep(4)
     return 200, {"Content-Type": "text/html"}, page("Slow", "Too slow.").encode()
 
 
@@ -400,14 +443,14 @@ def test_pages_that_cannot_be_read_are_reported_and_the_rest_is_indexed(
         *(f"/docs/{name}.html" for name in ("bomb", "latin", "busy", "down", "slow", "gone")),
     ]
     site.put("/sitemap.xml", sitemap(base, paths), "application/xml")
-    options = SourceOptions(max_file_bytes=1_000_000, timeout=1.0)
+    options = SourceOptions(max_file_bytes=1_000_000, timeout=2.0)
 
     summary = index_source(store, f"{base}/docs/", options=options)
     failed = {problem.source: problem.reason for problem in summary.failed}
     skipped = {problem.source: problem.reason for problem in summary.skipped}
     assert set(failed) == {"loop.html", "slow.html", "gone.html"}
     assert "redirect loop" in failed["loop.html"]
-    assert "timed out after 1 s" in failed["slow.html"]
+    assert "timed out after 2 s" in failed["slow.html"]
     assert "not found (404)" in failed["gone.html"]
     assert set(skipped) == {"moved.html", "huge.html", "bomb.html"}
     assert "redirects off the site" in skipped["moved.html"]

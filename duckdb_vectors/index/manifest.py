@@ -32,6 +32,9 @@ class SourceRecord(BaseModel):
     unchanged: int = Field(0, description="Documents the source confirmed unchanged.")
     skipped: int = Field(0, description="Documents left out, with reasons in the summary.")
     failed: int = Field(0, description="Documents that could not be read this run.")
+    page_set: str | None = Field(
+        None, description="A digest of the ids it listed: while it holds, validators hold."
+    )
 
 
 class Manifest(BaseModel):

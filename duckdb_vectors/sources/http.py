@@ -225,7 +225,7 @@ class Fetcher:
             # Not retried: a server that accepted and stalls is likely to stall again, and
             # retrying would multiply the wait by the attempts.
             raise FetchError(
-                f"{url}: timed out after {self.options.timeout:g} s; raise --timeout or try later"
+                f"{url}: timed out after {self.options.timeout:g} s; try again later"
             ) from None
         except httpx.HTTPError as error:
             raise FetchError(f"{url}: {type(error).__name__}: {_first_line(error)}") from None
