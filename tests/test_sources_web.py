@@ -294,6 +294,21 @@ def test_a_site_without_a_sitemap_is_crawled_from_its_start_page(serve, tmp_path
     assert (third["files_changed"], third["files_unchanged"], third["chunks_embedded"]) == (1, 3, 1)
 
 
+def test_a_crawled_page_that_fails_still_leads_to_the_pages_it_links(
+    serve, store: VectorStore
+) -> None:
+    site, base = serve()
+    site.put("/docs/", page("Welcome", "Start here.", links='<a href="guide.html">Guide</a>'))
+    site.put("/docs/guide.html", page("Guide", "The guide.", links='<a href="deep.html">D</a>'))
+    site.put("/docs/deep.html", page("Deep", "Only the guide links this page."))
+    index_source(store, f"{base}/docs/")
+    site.behave("/docs/guide.html", lambda _: (302, {"Location": "/docs/guide.html"}, b""))
+    summary = index_source(store, f"{base}/docs/")
+    assert [problem.source for problem in summary.failed] == ["guide.html"]
+    assert (summary.files_unchanged, summary.chunks_pruned) == (2, 0)
+    assert set(sources_of(store)) == {"index.html", "guide.html", "deep.html"}
+
+
 def test_an_llms_txt_lists_the_pages_to_read(serve, store: VectorStore) -> None:
     site, base = serve()
     docs_site(site)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -148,7 +149,7 @@ class _Crawl:
         if first.error is not None:
             raise site.unreadable(first.error)
         seen = {self.start}
-        queue: list[str] = []
+        queue: deque[str] = deque()
         self.take(first, seen, queue)
         budget = site.options.max_pages - 1
         workers = site.options.concurrency
@@ -156,7 +157,7 @@ class _Crawl:
             running: set[Future[_Visit]] = set()
             while queue or running:
                 while queue and budget > 0 and len(running) < 2 * workers:
-                    running.add(pool.submit(self.visit, queue.pop(0)))
+                    running.add(pool.submit(self.visit, queue.popleft()))
                     budget -= 1
                 if not running:
                     break
@@ -182,7 +183,10 @@ class _Crawl:
         try:
             response = self.site.fetcher.get(url, known)
         except FetchError as error:
-            return _Visit(url, error=error)
+            # A page that fails this time still leads where it led: what it links is not
+            # pruned for that.
+            links = known["links"] if known is not None and not error.gone else []
+            return _Visit(url, links=links, error=error)
         if response.unchanged and known is not None:
             links, twin, page = known["links"], known["twin"], known["page"]
             validators = known
@@ -218,21 +222,19 @@ class _Crawl:
         links = [url for url in dict.fromkeys(named("a[href]")) if _crawlable(url)]
         return links, (twins[0] if twins else None), (canonical[0] if canonical else response.url)
 
-    def take(self, visit: _Visit, seen: set[str], queue: list[str]) -> None:
+    def take(self, visit: _Visit, seen: set[str], queue: deque[str]) -> None:
         """Plan a visited page and queue the links it names that were not seen yet."""
         site = self.site
         if visit.error is not None:
             self.entries.append(Entry(site.page_id(visit.url), visit.error.problem))
+            self.follow(visit.links, seen, queue)
             return
         if not site.in_scope(visit.page):  # redirected, or canonical, elsewhere on the site
             return
         page_id = site.page_id(visit.page)
         source = site.page_id(visit.twin) if visit.twin else page_id
         if visit.url == self.start or site.selection.selects(page_id):
-            for link in visit.links:
-                if link not in seen:
-                    seen.add(link)
-                    self.queue(link, queue)
+            self.follow(visit.links, seen, queue)
         if not site.selection.selects(source):
             return
         self.states.setdefault(source, []).append(visit.state)
@@ -250,13 +252,18 @@ class _Crawl:
             planned.validators = response.validators
             site.planned[source] = planned
 
-    def queue(self, link: str, queue: list[str]) -> None:
+    def follow(self, links: list[str], seen: set[str], queue: deque[str]) -> None:
+        """Queue the links not seen yet that robots.txt and the patterns let through."""
         site = self.site
-        if not site.fetcher.allowed(link):
-            refused = Problem("robots.txt disallows it", skipped=True, keep=False)
-            self.entries.append(Entry(site.page_id(link), refused))
-        elif site.selection.selects(site.page_id(link)):
-            queue.append(link)
+        for link in links:
+            if link in seen:
+                continue
+            seen.add(link)
+            if not site.fetcher.allowed(link):
+                refused = Problem("robots.txt disallows it", skipped=True, keep=False)
+                self.entries.append(Entry(site.page_id(link), refused))
+            elif site.selection.selects(site.page_id(link)):
+                queue.append(link)
 
 
 def _crawlable(url: str) -> bool:

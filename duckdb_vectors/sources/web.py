@@ -219,7 +219,7 @@ class WebSource(Source):
                 yield Fetched(entry.source, problem=Problem("no longer listed", keep=False))
             elif planned.spooled is not None or planned.data is not None:
                 yield self._ready(entry.source, planned)
-            elif planned.unchanged and entry.source in previous:
+            elif planned.unchanged and _current(planned, previous.get(entry.source)):
                 yield Fetched(entry.source, unchanged=True, validators=previous[entry.source])
             else:
                 to_fetch.append(entry.source)
@@ -238,9 +238,7 @@ class WebSource(Source):
         return Fetched(source, data=data, url=planned.cite, validators=validators)
 
     def _fetch(self, source: str, planned: Planned, stored: Validators | None) -> Fetched:
-        # A stored document whose listing changed (a crawled page's links) is read whole, so
-        # that the run records its new validators.
-        if stored and any(stored.get(key) != value for key, value in planned.extra.items()):
+        if not _current(planned, stored):
             stored = None
         try:
             response = self.fetcher.get(planned.url, stored)
@@ -263,6 +261,13 @@ class WebSource(Source):
         if self._spool is not None:
             shutil.rmtree(self._spool, ignore_errors=True)
             self._spool = None
+
+
+def _current(planned: Planned, stored: Validators | None) -> bool:
+    """Whether a stored document's validators may confirm it: not when what its listing adds
+    (a crawled page's links) changed, since the run must then record the new ones, and so
+    read the document whole."""
+    return stored is not None and all(stored.get(k) == v for k, v in planned.extra.items())
 
 
 def absolute(url: str, base: str) -> str:
