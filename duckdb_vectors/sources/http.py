@@ -159,9 +159,10 @@ class Fetcher:
         try:
             response = self.get(f"{self.origin}/robots.txt", robots=False)
         except FetchError as error:
-            if error.status is None or error.status >= 500:
-                raise
-            return self.robots
+            # A robots.txt that is not there (4xx), too large or elsewhere rules nothing out.
+            if error.skipped or error.gone or (error.status is not None and error.status < 500):
+                return self.robots
+            raise
         text = (response.body or b"").decode("utf-8", "replace")
         self.robots = Protego.parse(text)
         crawl_delay = self.robots.crawl_delay(ROBOTS_AGENT)
@@ -203,7 +204,10 @@ class Fetcher:
             try:
                 return self._once(url, validators)
             except _Retry as retry:
-                if attempt == RETRIES or retry.wait > MAX_RETRY_AFTER:
+                if retry.wait > MAX_RETRY_AFTER:
+                    reason = f"{retry.reason}, asking to wait {retry.wait:.0f} s; try again later"
+                    raise FetchError(f"{url}: {reason}", status=retry.status) from None
+                if attempt == RETRIES:
                     raise FetchError(f"{url}: {retry.reason}", status=retry.status) from None
                 time.sleep(max(retry.wait, BACKOFF * 2**attempt))
             except _Redirect as redirect:
