@@ -16,7 +16,6 @@ headers are sent as given. Neither appears in an error, a log line or the index.
 from __future__ import annotations
 
 import email.utils
-import logging
 import re
 import socket
 import threading
@@ -32,16 +31,16 @@ from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 import httpx
 from protego import Protego
 
+from ..errors import FetchError
 from . import Problem, SourceOptions, Validators
-
-logger = logging.getLogger(__name__)
 
 try:
     _VERSION = version("duckdb-vectors")
 except PackageNotFoundError:  # a source checkout that was never installed
     _VERSION = "0"
 ROBOTS_AGENT = "duckdb-vectors"  # the token robots.txt groups name
-USER_AGENT = f"{ROBOTS_AGENT}/{_VERSION} (+https://github.com/duckdb-vectors/duckdb-vectors)"
+# The project records no home page of its own (pyproject.toml): its package's page says who.
+USER_AGENT = f"{ROBOTS_AGENT}/{_VERSION} (+https://pypi.org/project/duckdb-vectors/)"
 RETRIES = 3  # after the first attempt
 BACKOFF = 0.5  # seconds before the first retry, doubled for each next one
 MAX_RETRY_AFTER = 120.0  # a server asking to wait longer than this fails the page for this run
@@ -53,25 +52,18 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class FetchError(Exception):
-    """A URL that gave no document; the message is one line, without credentials.
+def problem_of(error: FetchError) -> Problem:
+    """A page's problem in a run: a page that fails this time keeps its chunks."""
+    return Problem(str(error), skipped=error.skipped, keep=not (error.gone or error.skipped))
 
-    ``gone``: the server says it is not there (404, 410): a listed page is dropped.
-    ``skipped``: refused by a rule (too large, robots.txt, a redirect off the site).
-    """
 
-    def __init__(
-        self, reason: str, *, status: int | None = None, gone: bool = False, skipped: bool = False
-    ) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.gone = gone
-        self.skipped = skipped
+@dataclass(frozen=True)
+class _Again:
+    """An answer worth asking again for (429, 5xx, a failed connection), after ``wait``."""
 
-    @property
-    def problem(self) -> Problem:
-        """The page's problem in a run: a page that fails this time keeps its chunks."""
-        return Problem(str(self), skipped=self.skipped, keep=not (self.gone or self.skipped))
+    reason: str
+    status: int | None = None
+    wait: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -198,23 +190,21 @@ class Fetcher:
         raise FetchError(f"{url}: more than {MAX_REDIRECTS} redirects")
 
     def _attempts(self, url: str, validators: Validators | None) -> Response | str:
-        """One URL's response, retried; for a redirect, where it points."""
+        """One URL's response, asked again while it says so; for a redirect, its target."""
         for attempt in range(RETRIES + 1):
             self.pacer.wait_turn()
-            try:
-                return self._once(url, validators)
-            except _Retry as retry:
-                if retry.wait > MAX_RETRY_AFTER:
-                    reason = f"{retry.reason}, asking to wait {retry.wait:.0f} s; try again later"
-                    raise FetchError(f"{url}: {reason}", status=retry.status) from None
-                if attempt == RETRIES:
-                    raise FetchError(f"{url}: {retry.reason}", status=retry.status) from None
-                time.sleep(max(retry.wait, BACKOFF * 2**attempt))
-            except _Redirect as redirect:
-                return redirect.location
+            answer = self._once(url, validators)
+            if not isinstance(answer, _Again):
+                return answer
+            if answer.wait > MAX_RETRY_AFTER:
+                reason = f"{answer.reason}, asking to wait {answer.wait:.0f} s; try again later"
+                raise FetchError(f"{url}: {reason}", status=answer.status)
+            if attempt == RETRIES:
+                raise FetchError(f"{url}: {answer.reason}", status=answer.status)
+            time.sleep(max(answer.wait, BACKOFF * 2**attempt))
         raise AssertionError("unreachable")
 
-    def _once(self, url: str, validators: Validators | None) -> Response:
+    def _once(self, url: str, validators: Validators | None) -> Response | str | _Again:
         try:
             with self.client.stream("GET", url, headers=_conditional(validators)) as response:
                 return self._response(url, response)
@@ -222,25 +212,25 @@ class Fetcher:
             reason = f"cannot connect ({_first_line(error)})"
             if _unknown_host(error):  # no use asking again
                 raise FetchError(f"{url}: {reason}") from None
-            raise _Retry(reason) from None
+            return _Again(reason)
         except (httpx.ConnectTimeout, httpx.RemoteProtocolError) as error:
-            raise _Retry(f"connection failed ({type(error).__name__})") from None
+            return _Again(f"connection failed ({type(error).__name__})")
         except httpx.TimeoutException:
-            # Not retried: a server that accepted and stalls is likely to stall again, and
-            # retrying would multiply the wait by the attempts.
+            # Not asked again: a server that accepted and stalls is likely to stall again, and
+            # asking again would multiply the wait by the attempts.
             raise FetchError(
                 f"{url}: timed out after {self.options.timeout:g} s; try again later"
             ) from None
         except httpx.HTTPError as error:
             raise FetchError(f"{url}: {type(error).__name__}: {_first_line(error)}") from None
 
-    def _response(self, url: str, response: httpx.Response) -> Response:
+    def _response(self, url: str, response: httpx.Response) -> Response | str | _Again:
         status = response.status_code
         if status in _RETRIED_STATUSES:
             wait = _retry_after(response.headers.get("Retry-After"))
-            raise _Retry(f"the server answered {status}", status, wait)
+            return _Again(f"the server answered {status}", status, wait)
         if status in (301, 302, 303, 307, 308) and "Location" in response.headers:
-            raise _Redirect(response.headers["Location"])
+            return response.headers["Location"]
         if status in _GONE_STATUSES:
             raise FetchError(f"{url}: not found ({status})", status=status, gone=True)
         content_type, charset = _media_type(response.headers.get("Content-Type", ""))
@@ -275,18 +265,6 @@ class Fetcher:
 
     def close(self) -> None:
         self.client.close()
-
-
-class _Retry(Exception):
-    def __init__(self, reason: str, status: int | None = None, wait: float = 0.0) -> None:
-        super().__init__(reason)
-        self.reason, self.status, self.wait = reason, status, wait
-
-
-class _Redirect(Exception):
-    def __init__(self, location: str) -> None:
-        super().__init__(location)
-        self.location = location
 
 
 def _conditional(validators: Validators | None) -> dict[str, str]:

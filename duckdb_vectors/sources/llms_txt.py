@@ -19,8 +19,9 @@ import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
+from ..errors import FetchError
 from . import Entry, Fetched, Validators
-from .http import FetchError, Response
+from .http import Response
 from .web import Planned, WebSource, absolute, is_web, normal
 
 # ``[text](target)`` or ``[text](<target> "title")``: the target is group 1.

@@ -31,8 +31,9 @@ from defusedxml import DefusedXmlException
 from selectolax.lexbor import LexborHTMLParser
 
 from ..citations import PAGE_SUFFIXES
+from ..errors import FetchError
 from . import Entry, InvalidSourceError, Problem, Validators
-from .http import FetchError, Response, inflate
+from .http import Response, inflate, problem_of
 from .web import Planned, WebSource, normal
 
 logger = logging.getLogger(__name__)
@@ -226,7 +227,7 @@ class _Crawl:
         """Plan a visited page and queue the links it names that were not seen yet."""
         site = self.site
         if visit.error is not None:
-            self.entries.append(Entry(site.page_id(visit.url), visit.error.problem))
+            self.entries.append(Entry(site.page_id(visit.url), problem_of(visit.error)))
             self.follow(visit.links, seen, queue)
             return
         if not site.in_scope(visit.page):  # redirected, or canonical, elsewhere on the site

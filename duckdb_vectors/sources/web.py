@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from ..citations import PAGE_SUFFIXES, UrlRule
+from ..errors import FetchError
 from ..selection import FileSelection
 from . import (
     Entry,
@@ -36,7 +37,7 @@ from . import (
     SourceRecord,
     Validators,
 )
-from .http import Address, Fetcher, FetchError, in_parallel, origin
+from .http import Address, Fetcher, in_parallel, origin, problem_of
 
 logger = logging.getLogger(__name__)
 
@@ -243,7 +244,7 @@ class WebSource(Source):
         try:
             response = self.fetcher.get(planned.url, stored)
         except FetchError as error:
-            return Fetched(source, problem=error.problem)
+            return Fetched(source, problem=problem_of(error))
         if response.unchanged and stored is not None:
             return Fetched(source, unchanged=True, validators=stored)
         validators = {**response.validators, **planned.extra}
