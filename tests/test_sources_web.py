@@ -309,7 +309,9 @@ def test_a_crawled_page_that_fails_still_leads_to_the_pages_it_links(
     assert set(sources_of(store)) == {"index.html", "guide.html", "deep.html"}
 
 
-def test_an_llms_txt_lists_the_pages_to_read(serve, store: VectorStore) -> None:
+def test_an_llms_txt_lists_the_pages_to_read(
+    serve, store: VectorStore, caplog: pytest.LogCaptureFixture
+) -> None:
     site, base = serve()
     docs_site(site)
     site.put("/docs/guide/install.md", "# Install\n\nRun pip install to install it.\n")
@@ -319,11 +321,12 @@ def test_an_llms_txt_lists_the_pages_to_read(serve, store: VectorStore) -> None:
         "- [Install](guide/install.md): how to install\n"
         f"- [Retries]({base}/docs/retries.html): the retry policy\n"
         "- [Limits](/docs/limits.html)\n- [Elsewhere](https://example.com/docs/x.md)\n"
-        "- [Install as HTML](guide/install.html)\n",
+        "- [Install as HTML](guide/install.html)\n- [Blog](/blog/post.md)\n",
         "text/plain",
     )
     summary = index_source(store, f"{base}/docs/llms.txt")
     assert (summary.kind, summary.files_new, summary.failed) == ("llms.txt", 3, [])
+    assert "1 linked pages of the site are outside" in caplog.text
     assert sources_of(store) == {
         "guide/install.md": f"{base}/docs/guide/install.html",
         "retries.html": f"{base}/docs/retries.html",

@@ -15,6 +15,7 @@ validators, so a refresh asks once whether the file changed.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,6 +24,8 @@ from ..errors import FetchError
 from . import Entry, Fetched, Validators
 from .http import Response
 from .web import Planned, WebSource, absolute, is_web, normal
+
+logger = logging.getLogger(__name__)
 
 # ``[text](target)`` or ``[text](<target> "title")``: the target is group 1.
 _LINK = re.compile(r"\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")
@@ -55,6 +58,7 @@ class LlmsTxtSource(WebSource):
         text = (response.body or b"").decode("utf-8", "replace")
         if not self.full:
             links = [absolute(match.group(1), self.location) for match in _LINK.finditer(text)]
+            self._warn_outside(links)
             return sorted(self.plan(links), key=lambda entry: entry.source)
         self._plan_sections(text, response.validators)
         return self.bounded(Entry(source) for source in sorted(self.planned))
@@ -72,6 +76,17 @@ class LlmsTxtSource(WebSource):
                 (response.body or b"").decode("utf-8", "replace"), response.validators
             )
         yield from super().read(entries, previous)
+
+    def _warn_outside(self, links: list[str]) -> None:
+        outside = {url for url in map(normal, links) if is_web(url) and not self.in_scope(url)}
+        same_site = [url for url in outside if url.startswith(self.origin + "/")]
+        if same_site:
+            logger.warning(
+                "%s: %d linked pages of the site are outside %s and are not read",
+                self.location,
+                len(same_site),
+                self.root,
+            )
 
     def _get(self, stored: Validators | None) -> Response:
         try:
