@@ -32,9 +32,9 @@ from selectolax.lexbor import LexborHTMLParser
 
 from ..citations import PAGE_SUFFIXES
 from ..errors import FetchError
-from . import Entry, InvalidSourceError, Problem, Validators
+from . import Entry, InvalidSourceError, Validators
 from .http import Response, inflate, problem_of
-from .web import Planned, WebSource, normal
+from .web import DISALLOWED, Planned, WebSource, normal
 
 logger = logging.getLogger(__name__)
 
@@ -261,8 +261,7 @@ class _Crawl:
                 continue
             seen.add(link)
             if not site.fetcher.allowed(link):
-                refused = Problem("robots.txt disallows it", skipped=True, keep=False)
-                self.entries.append(Entry(site.page_id(link), refused))
+                self.entries.append(Entry(site.page_id(link), DISALLOWED))
             elif site.selection.selects(site.page_id(link)):
                 queue.append(link)
 

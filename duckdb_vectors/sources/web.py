@@ -41,6 +41,8 @@ from .http import Address, Fetcher, in_parallel, origin, problem_of
 
 logger = logging.getLogger(__name__)
 
+DISALLOWED = Problem("robots.txt disallows it", skipped=True, keep=False)
+
 
 def is_web(location: str) -> bool:
     return urlsplit(location).scheme.lower() in ("http", "https")
@@ -177,9 +179,7 @@ class WebSource(Source):
             if source in self.planned or not self.selection.selects(source):
                 continue
             if not self.fetcher.allowed(url):
-                entries.append(
-                    Entry(source, Problem("robots.txt disallows it", skipped=True, keep=False))
-                )
+                entries.append(Entry(source, DISALLOWED))
                 continue
             self.planned[source] = Planned(url, twins.get(url, url))
         return entries + self.bounded(Entry(source) for source in self.planned)
