@@ -80,7 +80,7 @@ class MissingExtraError(DuckDBVectorsError):
 
 # The modules each extra of pyproject.toml installs, as a verb imports them.
 EXTRA_MODULES = {
-    "index": ("pyromark", "docutils", "selectolax", "pypdf", "pathspec"),
+    "index": ("pyromark", "docutils", "selectolax", "pypdf", "pathspec", "protego", "defusedxml"),
     "mcp": ("mcp",),
     "bake": ("docker", "mcp", "pyromark", "docutils", "selectolax", "pypdf", "pathspec"),
 }
@@ -125,3 +125,21 @@ class ImageError(DuckDBVectorsError):
 # Not a DuckDBVectorsError: a chunker's word to the indexer, not an error.
 class SkipFile(Exception):
     """Raised by a chunker for a file it cannot index; the message is the reason shown."""
+
+
+# Not a DuckDBVectorsError either: the HTTP fetcher's word to a web source (sources/http.py),
+# which makes it a page's problem, or, for the start page, an InvalidSourceError.
+class FetchError(Exception):
+    """A URL that gave no document; the message is one line, without credentials.
+
+    ``gone``: the server says it is not there (404, 410): a listed page is dropped.
+    ``skipped``: refused by a rule (too large, robots.txt, a redirect off the site).
+    """
+
+    def __init__(
+        self, reason: str, *, status: int | None = None, gone: bool = False, skipped: bool = False
+    ) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.gone = gone
+        self.skipped = skipped

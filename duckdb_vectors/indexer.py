@@ -277,6 +277,7 @@ class _Run:
         self.documents: list[documents.Document] = []
         self.to_read: list[Entry] = []
         self.revalidate: dict[str, Validators] = {}
+        self.listing: str | None = None  # a hash of the ids listed to read
 
     def choose_citations(self, urls: UrlRule | None, source: Source) -> None:
         """The run's URL rule: the caller's if it names a base URL, else the source's own

@@ -127,6 +127,8 @@ class Source(ABC):
 # SOURCE kinds, tried in order: the first whose ``matches`` accepts a location reads it.
 KINDS: tuple[str, ...] = (
     "duckdb_vectors.sources.git:GitSource",
+    "duckdb_vectors.sources.llms_txt:LlmsTxtSource",
+    "duckdb_vectors.sources.site:SiteSource",
     "duckdb_vectors.sources.folder:FolderSource",
 )
 
