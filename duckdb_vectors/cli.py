@@ -841,9 +841,17 @@ Examples:
   duckdb-vectors bake ./docs --tag my-docs:1.0 --model-path ./models/potion --label team=search
   duckdb-vectors bake ./handbook --tag registry.example.com/handbook --json
   duckdb-vectors bake ./docs --tag my-docs --catalog-entry my-docs.catalog.yaml
+  duckdb-vectors bake --bundle docs.yaml --tag team-docs   # several libraries in one image
 """
 )
-@click.argument("source", metavar="SOURCE")
+@click.argument("source", metavar="SOURCE", required=False)
+@click.option(
+    "--bundle",
+    "bundle_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Bake the libraries a bundle file (docs.yaml) lists instead of a SOURCE.",
+)
 @click.option("--tag", "-t", required=True, help="Name the image, e.g. my-docs or my-docs:1.0.")
 @model_options
 @click.option(
@@ -875,7 +883,8 @@ Examples:
 @lexical_weight_option
 @json_option
 def bake(
-    source: str,
+    source: str | None,
+    bundle_path: Path | None,
     tag: str,
     backend: str | None,
     model_path: Path | None,
@@ -893,6 +902,10 @@ def bake(
 ) -> None:
     """Bake SOURCE (a folder, or a git+https:// URL or a site's URL, fetched at build time)
     into a verified index image: build, label, check, tag."""
+    if (source is None) == (bundle_path is None):
+        raise click.UsageError("pass a SOURCE or --bundle FILE (one of them)")
+    if bundle_path is not None and urls.base_url is not None:
+        raise click.UsageError("--base-url applies to a SOURCE; a bundle sets it per library")
     require_extra("bake", "bake")
     from .container.bake import bake as bake_image
     from .container.labels import user_labels
@@ -901,6 +914,7 @@ def bake(
         summary = bake_image(
             source,
             tag,
+            bundle=bundle_path,
             backend=backend,
             model_path=model_path,
             labels=user_labels(labels),

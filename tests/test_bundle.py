@@ -292,3 +292,16 @@ def test_a_bundle_image_describes_its_libraries_to_the_gateway(
     entry = server_entry("team-docs:1.0", report, McpServerAnswer({"serverInfo": {}}, []))
     assert "the docs of 2 libraries (duckdb, ray 2.9/2.10)" in entry["description"]
     assert "Pick a library (libraries)" in entry["description"]
+
+
+def test_a_bundle_bake_refuses_what_a_build_cannot_read_before_building(
+    tmp_path: Path, bundle_file: Path
+) -> None:
+    repository = tmp_path / "repo"
+    repository.mkdir()
+    bundle_file.write_text(BUNDLE + f"  - name: local\n    source: git+file://{repository}\n")
+    result = run_cli("bake", "--bundle", str(bundle_file), "--tag", "never-built")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: git+file://{repository}: the build cannot read")
+    missing = run_cli("bake", "--bundle", str(tmp_path / "none.yaml"), "--tag", "never-built")
+    assert missing.exit_code == 2 and "none.yaml does not exist" in missing.stderr

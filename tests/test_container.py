@@ -995,6 +995,45 @@ def test_bake_a_git_source_fetched_by_the_build(
         remove_images(tag)
 
 
+def test_bake_a_bundle_of_a_folder_and_a_git_repository(
+    installed: Path, handbook: tuple[str, str], tmp_path: Path
+) -> None:
+    """A bundle's folder goes in the context and its git repository is fetched by the build;
+    the image serves both libraries, each searchable alone, and says so to agents."""
+    source, _ = handbook
+    shutil.copytree(REPOSITORY / "examples" / "docs", tmp_path / "guide")
+    bundle = tmp_path / "docs.yaml"
+    bundle.write_text(
+        "libraries:\n"
+        "  - {name: guide, source: guide, description: The example guide}\n"
+        f"  - {{name: tool, version: '1.0', source: '{source}'}}\n"
+    )
+    tag = f"{PREFIX}-bundle"
+    try:
+        result = run_installed(
+            installed,
+            *("bake", "--bundle", str(bundle), "--tag", tag, "--json", "--network", "host"),
+            cwd=tmp_path,
+            DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        summary = json.loads(result.stdout)
+        assert summary["verified"] is True and summary["source_count"] == 8
+        inspected = run_installed(installed, "inspect", tag, cwd=tmp_path).stdout
+        assert "libraries   2" in inspected and "tool 1.0 (4 pages)" in inspected
+        label = docker.from_env().images.get(tag).labels["io.docker.server.metadata"]
+        entry = yaml.safe_load(label)
+        assert "the docs of 2 libraries (guide, tool 1.0)" in entry["description"]
+        assert "libraries" in [tool["name"] for tool in entry["tools"]]  # the image's server's
+        answer = docker_cli(
+            "run", "--rm", *HARDENED, tag, "search", "E408", "--library", "tool", "--json"
+        )
+        sources = {hit["source"] for hit in json.loads(answer.stdout)["results"]}
+        assert sources and all(name.startswith("tool/1.0/") for name in sources)
+    finally:
+        remove_images(tag)
+
+
 def test_the_plain_docker_build_takes_the_source_as_a_build_argument(
     handbook: tuple[str, str],
 ) -> None:

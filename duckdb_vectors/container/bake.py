@@ -23,16 +23,17 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import docker
+import yaml
 from pydantic import BaseModel, Field
 
+from ..bundle import Bundle, BundleSummary
 from ..citations import UrlRule
 from ..config import DEFAULT_BACKEND, DEFAULT_BASE_IMAGE, Settings
-from ..errors import BakeError, BakeInputError, DuckDBVectorsError
+from ..errors import BakeError, BakeInputError, BundleError, DuckDBVectorsError
 from ..index.terms import checked_language
 from ..indexer import FileProblem, IndexSummary, first_indexable_file
 from ..models import Example, IndexReport
 from ..progress import StatusLine
-from ..skills import Skill
 from ..sources import kind_of
 from ..sources.folder import FolderSource
 from . import engine
@@ -40,6 +41,7 @@ from .catalog import SERVER_METADATA_LABEL, as_yaml, server_entry, write_catalog
 from .context import RUNTIME_DOCKERFILE, dockerfile_context, write_context
 from .labels import manifest_labels
 
+BUNDLE_IN_CONTEXT = "docs.yaml"  # a bundle's file, beside its folders in the docs folder
 MANIFEST_IN_IMAGE = "/app/manifest.json"
 INDEX_SUMMARY_IN_IMAGE = "/app/index-summary.json"
 INDEX_IN_IMAGE = "/app/vectors.duckdb"  # Dockerfile.runtime's DUCKDB_VECTORS_DB_PATH
@@ -78,9 +80,10 @@ class BakeSummary(BaseModel):
 
 
 def bake(
-    source: str | Path,
+    source: str | Path | None,
     tag: str,
     *,
+    bundle: str | Path | None = None,
     backend: str | None = None,
     model_path: str | Path | None = None,
     labels: dict[str, str] | None = None,
@@ -104,20 +107,29 @@ def bake(
     ``language`` and ``lexical_weight`` go to the index run (``index --base-url``,
     ``--language``, ``--lexical-weight``).
     ``catalog_entry``: a file to write the image's Docker MCP Gateway catalog entry to, once
-    it is tagged.
+    it is tagged. ``bundle`` (instead of ``source``): a bundle file (``bundle.Bundle``) whose
+    libraries are baked together: its folders are sent in the context, its other sources
+    fetched by the build.
     """
     settings = Settings.resolve(backend=backend, model_path=model_path)
     backend = settings.backend or DEFAULT_BACKEND
     _check_tag(tag)
     if language is not None:
         checked_language(language)  # before a build that would fail on it
-    docs, fetched = _checked_source(str(source))
+    if (source is None) == (bundle is None):
+        raise BakeInputError("pass a SOURCE or a bundle file (one of them)")
+    if bundle is not None:
+        docs, fetched = None, None
+        folders, files, bundle_buildargs = _bundle_context(Path(bundle))
+    else:
+        docs, fetched = _checked_source(str(source))
+        folders, files, bundle_buildargs = {}, {}, {}
     model = _checked_model(settings.model_path)
     catalog_file = _checked_catalog_file(catalog_entry)
     status = status or StatusLine()
     client = engine.connect()
     started = time.monotonic()
-    context = write_context(docs, model)
+    context = write_context(docs, model, folders, files)
     try:
         built = engine.build(
             client,
@@ -126,6 +138,7 @@ def bake(
             buildargs=context.buildargs
             | {"BACKEND": backend, "PYTHON_IMAGE": base_image}
             | _source_buildargs(fetched)
+            | bundle_buildargs
             | _index_buildargs(urls or UrlRule(), language, lexical_weight),
             platform=platform,
             no_cache=no_cache,
@@ -137,9 +150,7 @@ def bake(
     made = [built]
     try:
         report = IndexReport.model_validate_json(engine.read_file(client, built, MANIFEST_IN_IMAGE))
-        indexed = IndexSummary.model_validate_json(
-            engine.read_file(client, built, INDEX_SUMMARY_IN_IMAGE)
-        )
+        indexed = _index_runs(engine.read_file(client, built, INDEX_SUMMARY_IN_IMAGE))
         status.final("asking the image for its skill's example search")
         example = _skill_example(client, built)
         status.final("asking the image's MCP server for its tools (no command, stdin attached)")
@@ -175,8 +186,8 @@ def bake(
     return BakeSummary(
         tag=tag,
         image_id=image.id,
-        source=recorded.get("location", fetched) if fetched else str(source),
-        commit=recorded.get("commit"),
+        source=recorded.get("location", fetched) if fetched else str(source or bundle),
+        commit=recorded.get("commit") if bundle is None else None,
         size_bytes=size,
         base_image=base_image,
         overhead_bytes=size - base_size if size is not None and base_size is not None else None,
@@ -185,8 +196,8 @@ def bake(
         chunk_count=report.chunk_count,
         source_count=len(report.sources),
         content_hash=manifest.get("content_hash", ""),
-        skipped=indexed.skipped,
-        failed=indexed.failed,
+        skipped=[problem for run in indexed for problem in run.skipped],
+        failed=[problem for run in indexed for problem in run.failed],
         build_seconds=round(build_seconds, 3),
         verified=verify,
         cold_search_seconds=None if cold_search is None else round(cold_search, 3),
@@ -234,8 +245,10 @@ def _skill_example(client: docker.DockerClient, image: str) -> Example | None:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise BakeError(f"`skill` in the image exited {result.exit_code}: {last}")
     try:
-        return Skill.model_validate_json(result.stdout).example
-    except ValueError:
+        # ``skill --json``'s documented shape (docs/json-output.md): its ``example``.
+        example = json.loads(result.stdout).get("example")
+        return None if example is None else Example.model_validate(example)
+    except (ValueError, AttributeError):
         raise BakeError("`skill --json` in the image printed no skill") from None
 
 
@@ -273,6 +286,44 @@ def _checked_source(source: str) -> tuple[Path | None, str | None]:
             " history; bake a folder instead (a clone: git clone, then bake its folder)"
         )
     return None, source
+
+
+def _index_runs(summary: str) -> list[IndexSummary]:
+    """The index stage's runs: one for a SOURCE (``index --json``), one a library for a bundle
+    (``index --bundle --json``)."""
+    written = json.loads(summary)
+    if "libraries" in written:
+        return [run.summary for run in BundleSummary.model_validate(written).libraries]
+    return [IndexSummary.model_validate(written)]
+
+
+def _bundle_context(path: Path) -> tuple[dict[str, Path], dict[str, bytes], dict[str, str]]:
+    """A bundle as the index stage reads it: each folder library sent under its prefix, the
+    bundle file rewritten to name them there, and the build arguments that point at it (git in
+    the index stage if a library is a git repository; a new ``REFRESH`` if any is fetched)."""
+    try:
+        bundle = Bundle.read(path)
+    except BundleError as error:
+        raise BakeInputError(str(error)) from None
+    folders: dict[str, Path] = {}
+    fetches: list[str] = []
+    libraries = []
+    for entry in bundle.libraries:
+        folder, fetched = _checked_source(entry.source)
+        if folder is not None:
+            name = entry.prefix.rstrip("/")
+            folders[name] = folder
+            entry = entry.model_copy(update={"source": name})
+        if fetched is not None:
+            fetches.append(fetched)
+        libraries.append(entry.model_dump(mode="json", exclude_defaults=True))
+    text = yaml.safe_dump({"libraries": libraries}, sort_keys=False, allow_unicode=True)
+    buildargs = {"BUNDLE": BUNDLE_IN_CONTEXT}
+    if any(source.startswith("git+") for source in fetches):
+        buildargs["NEEDS_GIT"] = "1"
+    if fetches:
+        buildargs["REFRESH"] = str(time.time_ns())
+    return folders, {BUNDLE_IN_CONTEXT: text.encode()}, buildargs
 
 
 def _checked_docs(docs: Path) -> Path:

@@ -14,7 +14,7 @@ import logging
 import os
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -58,9 +58,15 @@ class BuildContext:
         self.archive.close()
 
 
-def write_context(docs: Path | None, model_path: Path | None) -> BuildContext:
+def write_context(
+    docs: Path | None,
+    model_path: Path | None,
+    folders: Mapping[str, Path] | None = None,
+    files: Mapping[str, bytes] | None = None,
+) -> BuildContext:
     """A tar of the project files, ``docs`` (None: an empty folder, for a SOURCE the build
-    fetches) and the model folder, in a temporary file."""
+    fetches, or one holding ``folders`` and ``files`` by their names in it: a bundle's) and
+    the model folder, in a temporary file."""
     archive = tempfile.TemporaryFile()  # noqa: SIM115 (closed by BuildContext.close)
     with tarfile.open(fileobj=archive, mode="w") as tar:
         build_files = build_files_dir()
@@ -70,8 +76,11 @@ def write_context(docs: Path | None, model_path: Path | None) -> BuildContext:
         if docs is None:
             _add_folder(tar, DOCS_IN_CONTEXT)
         else:
-            # What the index stage leaves out is not sent: a node_modules/ can outweigh them.
-            _add_tree(tar, docs, DOCS_IN_CONTEXT, FileSelection.for_folder(docs))
+            _add_documents(tar, docs, DOCS_IN_CONTEXT)
+        for name, folder in (folders or {}).items():
+            _add_documents(tar, folder, f"{DOCS_IN_CONTEXT}/{name}")
+        for name, data in (files or {}).items():
+            _add_bytes(tar, f"{DOCS_IN_CONTEXT}/{name}", data)
         if model_path is not None:
             _add_tree(tar, model_path, MODEL_IN_CONTEXT)
     archive.seek(0)
@@ -86,12 +95,20 @@ def dockerfile_context(dockerfile: str) -> IO[bytes]:
     """A context holding only a Dockerfile (for the build that adds labels)."""
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
-        data = dockerfile.encode()
-        entry = _normalised(tarfile.TarInfo("Dockerfile"))
-        entry.size = len(data)
-        tar.addfile(entry, io.BytesIO(data))
+        _add_bytes(tar, "Dockerfile", dockerfile.encode())
     archive.seek(0)
     return archive
+
+
+def _add_documents(tar: tarfile.TarFile, folder: Path, name: str) -> None:
+    # What the index stage leaves out is not sent: a node_modules/ can outweigh them.
+    _add_tree(tar, folder, name, FileSelection.for_folder(folder))
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    entry = _normalised(tarfile.TarInfo(name))
+    entry.size = len(data)
+    tar.addfile(entry, io.BytesIO(data))
 
 
 def _add_folder(tar: tarfile.TarFile, name: str) -> None:
