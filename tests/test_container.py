@@ -105,10 +105,11 @@ def dangling_images() -> set[str]:
     return set(listed.stdout.split())
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="session", autouse=True)
 def no_images_left_behind() -> Iterator[None]:
     """The builds' untagged stage images go with the tests that made them (the images the
-    tests tag are removed by the tests themselves)."""
+    tests tag are removed by the tests themselves). Session-scoped, so it is torn down after
+    the session-scoped images (``baked``): their stage images are left dangling only then."""
     before = dangling_images()
     yield
     made = sorted(dangling_images() - before)
