@@ -9,6 +9,7 @@ also when a test fails.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -17,9 +18,11 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -1031,6 +1034,58 @@ def test_bake_a_bundle_of_a_folder_and_a_git_repository(
         )
         sources = {hit["source"] for hit in json.loads(answer.stdout)["results"]}
         assert sources and all(name.startswith("tool/1.0/") for name in sources)
+    finally:
+        remove_images(tag)
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *arguments: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """examples/docs as a small site on this machine's loopback, with an llms.txt listing its
+    Markdown pages: the llms.txt's URL."""
+    root = tmp_path_factory.mktemp("site")
+    shutil.copytree(REPOSITORY / "examples" / "docs", root / "docs")
+    pages = sorted(p.relative_to(root / "docs").as_posix() for p in (root / "docs").rglob("*.md"))
+    links = "".join(f"- [{page}]({page})\n" for page in pages)
+    (root / "docs" / "llms.txt").write_text(f"# Example docs\n\n## Pages\n\n{links}")
+    handler = functools.partial(QuietHandler, directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/docs/llms.txt"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_bake_an_llms_txt_fetched_by_the_build(
+    installed: Path, served_site: str, tmp_path: Path
+) -> None:
+    """A site's llms.txt is read by the index stage over HTTP (the host's network, for a
+    server on its loopback); the image cites each page by its address and runs offline."""
+    tag = f"{PREFIX}-site"
+    try:
+        result = run_installed(
+            installed,
+            *("bake", served_site, "--tag", tag, "--json", "--network", "host"),
+            cwd=tmp_path,
+            DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        summary = json.loads(result.stdout)
+        assert (summary["source"], summary["verified"]) == (served_site, True)
+        assert summary["source_count"] == 4
+        labels = docker.from_env().images.get(tag).labels
+        (record,) = json.loads(labels["io.duckdb-vectors.sources"])
+        assert (record["kind"], record["location"]) == ("llms.txt", served_site)
+        answer = docker_cli("run", "--rm", *HARDENED, tag, "search", "E408", "--json")
+        (best, *_) = json.loads(answer.stdout)["results"]
+        assert best["url"].startswith(served_site.removesuffix("llms.txt"))
     finally:
         remove_images(tag)
 
