@@ -108,6 +108,7 @@ class Bundle(BaseModel):
         read relative to the bundle file's folder."""
         path = Path(path)
         document = _load(path)
+        _refuse_language(path, document)
         try:
             bundle = cls.model_validate(document)
         except ValidationError as error:
@@ -239,6 +240,17 @@ def _load(path: Path) -> Any:
     except (yaml.YAMLError, tomllib.TOMLDecodeError) as error:
         first = str(error).splitlines()[0]
         raise BundleError(f"{path} is not valid {path.suffix[1:] or 'YAML'}: {first}") from None
+
+
+def _refuse_language(path: Path, document: Any) -> None:
+    """BM25 reads one index in one language: an entry cannot choose its own."""
+    entries = document.get("libraries") if isinstance(document, Mapping) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, Mapping) and "language" in entry:
+            raise BundleError(
+                f"{path}: library {entry.get('name') or '?'}: language is the whole index's"
+                " (index --bundle ... --language NAME); remove it from the entry"
+            )
 
 
 def _first_problem(error: ValidationError, document: Any) -> str:

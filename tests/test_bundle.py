@@ -167,6 +167,10 @@ def test_an_index_without_libraries_says_so_when_a_library_is_asked(tmp_path: Pa
         ),
         ("libraries: [\n", "docs.yaml is not valid yaml"),
         ("libraries:\n  - {name: ray, source: a, colour: red}\n", "colour: Extra inputs"),
+        (
+            "libraries:\n  - {name: ray, source: a, language: german}\n",
+            "library ray: language is the whole index's (index --bundle ... --language NAME)",
+        ),
     ],
 )
 def test_a_bad_bundle_file_is_one_line_naming_it(tmp_path: Path, text: str, error: str) -> None:
@@ -305,3 +309,23 @@ def test_a_bundle_bake_refuses_what_a_build_cannot_read_before_building(
     assert result.stderr.startswith(f"Error: git+file://{repository}: the build cannot read")
     missing = run_cli("bake", "--bundle", str(tmp_path / "none.yaml"), "--tag", "never-built")
     assert missing.exit_code == 2 and "none.yaml does not exist" in missing.stderr
+
+
+def test_a_bundle_of_one_library_keeps_the_three_tools(tmp_path: Path, bundle_file: Path) -> None:
+    bundle_file.write_text("libraries:\n  - {name: duckdb, source: ducks}\n")
+    db = tmp_path / "docs.duckdb"
+    with open_store(db) as store:
+        index_bundle(store, Bundle.read(bundle_file))
+    parameters = StdioServerParameters(
+        command=SCRIPT,
+        args=["mcp", "--db", str(db)],
+        env={"DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), "HF_HUB_OFFLINE": "1"},
+    )
+
+    async def scenario() -> None:
+        async with Client(parameters, mode="legacy", read_timeout_seconds=60) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            assert tools == ["search", "fetch", "report"]
+            assert "several libraries" not in (client.instructions or "")
+
+    anyio.run(scenario)

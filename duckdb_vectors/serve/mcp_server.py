@@ -323,7 +323,7 @@ def build_server(
             raise ToolError(first_line(error)) from None
         return _tool_result(fetched.as_text(cite=True), fetched)
 
-    if held:  # an index of one document set has no library to choose
+    if len(held) > 1:  # with one library (or none) there is nothing to choose
 
         @server.tool(
             name="libraries",
