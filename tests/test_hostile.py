@@ -436,7 +436,13 @@ MEGABYTE = 1_000_000
     ],
     ids=["many-words", "one-token", "mixed"],
 )
-def test_enormous_queries_answer_or_fail_fast(index_file: Path, query: str) -> None:
+def test_enormous_queries_answer_or_fail_fast(
+    index_file: Path, query: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the query cap, too: with the cap lifted, the search's own cost grows with the
+    text, no faster."""
+    monkeypatch.setenv("DUCKDB_VECTORS_MAX_QUERY_CHARS", str(2 * MEGABYTE))
+    monkeypatch.setenv("DUCKDB_VECTORS_MAX_QUERY_TERMS", str(MEGABYTE))
     with VectorStore(index_file, read_only=True, model_path=STATIC_MODEL) as store:
         store.warm_up()
         searches = (
@@ -457,6 +463,34 @@ def test_enormous_queries_answer_or_fail_fast(index_file: Path, query: str) -> N
             # catches waiting.
             assert whole < 16 * eighth + 0.5
             assert time.perf_counter() - started < 60
+
+
+def test_queries_past_the_cap_are_refused_before_any_work(
+    index_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cap (``DUCKDB_VECTORS_MAX_QUERY_CHARS`` and ``_TERMS``) holds for every search, in a
+    one-line error and a millisecond; a query at the cap is answered."""
+    many_codes = " ".join(f"e{number}" for number in range(1_001))  # 1,001 terms, 5,890 chars
+    with VectorStore(index_file, read_only=True, model_path=STATIC_MODEL) as store:
+        store.warm_up()
+        for search in (store.query, store.query_text):
+            for query, problem in (
+                ("x" * MEGABYTE, "the query has 1,000,000 characters, more than the 10,000"),
+                (many_codes, "the query has 1,001 distinct terms, more than the 1,000 allowed"),
+            ):
+                started = time.perf_counter()
+                with pytest.raises(ValueError, match=problem) as raised:
+                    search(query)
+                assert time.perf_counter() - started < 0.1
+                assert_one_line(raised.value)
+            assert len(search("retries " + "x" * 9_992)) <= 5  # 10,000 characters
+            assert search(many_codes.rsplit(" ", 1)[0]) is not None  # 1,000 terms
+    monkeypatch.setenv("DUCKDB_VECTORS_MAX_QUERY_CHARS", "20")
+    with (
+        VectorStore(index_file, read_only=True, model_path=STATIC_MODEL) as store,
+        pytest.raises(ValueError, match="more than the 20 allowed"),
+    ):
+        store.query("how are failed requests retried?")
 
 
 def _cpu_seconds(search: Callable[[str], list[Hit]], text: str) -> float:
