@@ -232,6 +232,7 @@ def test_bad_arguments_are_one_sentence_and_the_server_keeps_running(index: Path
     anyio.run(scenario)
 
 
+@pytest.mark.slow
 def test_a_megabyte_query_is_a_one_line_tool_error_in_milliseconds(index: Path) -> None:
     """The query cap (``inputs.parsed_query``) holds over stdio as over HTTP: refused before
     any search work, where a search of it took 1.6 s."""
