@@ -19,7 +19,6 @@ import ipaddress
 import logging
 import signal
 import threading
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -170,7 +169,7 @@ class Limits:
         if replay is None:
             return  # refused, answered
         if self._queue_full():
-            await _refuse(scope, receive, send, 503, "the server is busy: try again shortly")
+            await _refuse(send, 503, "the server is busy: try again shortly")
             return
         await self._answer_in_time(scope, replay, send)
 
@@ -195,7 +194,7 @@ class Limits:
                 if not message.get("more_body", False):
                     return _replay({"type": "http.request", "body": bytes(body)}, receive)
         seconds = self.limits.read_timeout
-        await _refuse(scope, receive, send, 408, f"the body did not arrive within {seconds:g} s")
+        await _refuse(send, 408, f"the body did not arrive within {seconds:g} s")
         return None
 
     def _queue_full(self) -> bool:
@@ -207,25 +206,23 @@ class Limits:
         the server never works on more than ``max_concurrency`` requests."""
         answer = _Answer(send)
         async with anyio.create_task_group() as group:
-            group.start_soon(self._deadline, answer, scope, receive, group.cancel_scope)
+            group.start_soon(self._deadline, answer, group.cancel_scope)
             async with self.turns:
                 answer.working = True
                 await self.app(scope, receive, answer.send)
             group.cancel_scope.cancel()
 
-    async def _deadline(
-        self, answer: _Answer, scope: Scope, receive: Receive, request: anyio.CancelScope
-    ) -> None:
+    async def _deadline(self, answer: _Answer, request: anyio.CancelScope) -> None:
         await anyio.sleep(self.limits.request_timeout)
         if answer.started:
             return
         answer.late = True
         seconds = self.limits.request_timeout
         if answer.working:
-            await _refuse(scope, receive, answer.deliver, 504, f"no answer within {seconds:g} s")
+            await _refuse(answer.deliver, 504, f"no answer within {seconds:g} s")
         else:
             busy = f"the server is busy: no turn within {seconds:g} s, try again shortly"
-            await _refuse(scope, receive, answer.deliver, 503, busy)
+            await _refuse(answer.deliver, 503, busy)
         request.cancel()
 
 
@@ -275,10 +272,9 @@ async def _too_large(
     ``LINGER_BYTES``, and the connection closed."""
     size = f"{declared:,} bytes, more" if declared is not None else "more"
     message = f"the request body is {size} than the {cap:,} bytes allowed"
-    linger = (b"expect", b"100-continue") not in scope["headers"] and (
-        declared or 0
-    ) <= LINGER_BYTES
-    await _refuse(scope, receive, send, 413, message, drain=_drain if linger else None)
+    waits = (b"expect", b"100-continue") in scope["headers"]
+    linger = not waits and (declared or 0) <= LINGER_BYTES
+    await _refuse(send, 413, message, receive if linger else None)
 
 
 async def _drain(receive: Receive) -> None:
@@ -291,16 +287,9 @@ async def _drain(receive: Receive) -> None:
             dropped += len(message.get("body", b""))
 
 
-async def _refuse(
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    status: int,
-    error: str,
-    drain: Callable[[Receive], Awaitable[None]] | None = None,
-) -> None:
+async def _refuse(send: Send, status: int, error: str, linger: Receive | None = None) -> None:
     """A one-line JSON error; the connection closes after it. 503 says when to retry. With
-    ``drain``, the last (empty) piece of the body is sent only once ``drain`` returns."""
+    ``linger``, the response ends only once the rest of the body is read from it (``_drain``)."""
     headers = {"Connection": "close"}
     if status == 503:
         headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
@@ -308,8 +297,8 @@ async def _refuse(
     start = {"type": "http.response.start", "status": status, "headers": response.raw_headers}
     await send(start)
     await send({"type": "http.response.body", "body": response.body, "more_body": True})
-    if drain is not None:
-        await drain(receive)
+    if linger is not None:
+        await _drain(linger)
     await send({"type": "http.response.body", "body": b""})
 
 
@@ -325,6 +314,10 @@ def headers_in_time(read_timeout: float) -> type[H11Protocol]:
 
 
 class HeadersInTime(H11Protocol):
+    """A deadline (``timeout``) for each request's headers, armed when the connection opens and
+    when the next request's first bytes come in, stopped once h11 has all the headers. (uvicorn's
+    own timer covers only the idle time between requests, and any byte stops it.)"""
+
     timeout = 10.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
