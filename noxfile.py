@@ -34,6 +34,8 @@ def _pytest(session: nox.Session, markers: str) -> None:
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
+    # The conformance suite's Node (its node_modules are `make conformance`'s, in the checkout).
+    session.install("--quiet", "-r", "tests/conformance/requirements.txt")
     _pytest(session, "not container")
 
 

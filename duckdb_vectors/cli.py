@@ -829,7 +829,7 @@ def mcp(
             return
         from .serve.mcp_http import HttpOptions, serve_http  # uvicorn and starlette: only for HTTP
 
-        options = HttpOptions(host, port, settings.auth_token, allowed_origins)
+        options = HttpOptions(host, port, settings.auth_token, allowed_origins, settings.http)
         serve_http(build_server(store, warm_up, guarded=options.auth_token is not None), options)
 
 

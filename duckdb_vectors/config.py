@@ -20,6 +20,11 @@ DEFAULT_MCP_HOST = "127.0.0.1"  # `mcp --transport http` binds to localhost unle
 DEFAULT_MCP_PORT = 8000
 DEFAULT_MAX_FILE_BYTES = 20_000_000  # decimal MB, as `index --max-file-size` counts them
 DEFAULT_MAX_AGE = 2 * 86400.0  # seconds: a published index is re-checked every two days
+# A query longer than either is refused in a millisecond: a question, or a pasted error message,
+# fits in far less, and each character and term costs search time (about 2.5 CPU seconds for a
+# mixed-script megabyte).
+DEFAULT_MAX_QUERY_CHARS = 10_000
+DEFAULT_MAX_QUERY_TERMS = 1_000
 
 # How an index may store its vectors besides float32 (see ``quantization``).
 Quantization = Literal["int8"]
@@ -77,6 +82,45 @@ class FusionSettings(BaseSettings):
     candidates: int = Field(
         100, ge=1, description="How deep each signal's ranking is read before fusing."
     )
+
+
+class HttpLimits(BaseSettings):
+    """What one client may ask of the MCP server over HTTP (``serve.mcp_http``), so that clients
+    nobody vetted cannot hold its workers or its memory; ``/health`` is never limited."""
+
+    model_config = SettingsConfigDict(env_prefix="DUCKDB_VECTORS_HTTP_", extra="ignore")
+
+    max_body: ByteSize = Field(
+        ByteSize(1_000_000),
+        gt=0,
+        description="The largest request body (bytes, or e.g. 1MB); a larger one is answered 413"
+        " as soon as its Content-Length (or its chunks so far) says so.",
+    )
+    read_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a client has to send a request's headers (from the connection or its"
+        " first byte), and again its body; then 408 and the connection is closed.",
+    )
+    request_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds a request may wait and be worked on before it is answered 504"
+        " (503 if it was still queued).",
+    )
+    max_concurrency: int = Field(
+        16, ge=1, description="Requests to /mcp worked on at once; others queue."
+    )
+    queue: int = Field(
+        64,
+        ge=0,
+        description="Requests to /mcp that may wait for a turn; past them, 503 with Retry-After.",
+    )
+
+    @field_validator("read_timeout", "request_timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        return parse_duration(value) if isinstance(value, str) else value
 
 
 class Settings(BaseSettings):
@@ -146,10 +190,19 @@ class Settings(BaseSettings):
         ),
     )
     fusion: FusionSettings = Field(default_factory=FusionSettings)
+    max_query_chars: int = Field(
+        DEFAULT_MAX_QUERY_CHARS, ge=1, description="The longest query text, in characters."
+    )
+    max_query_terms: int = Field(
+        DEFAULT_MAX_QUERY_TERMS,
+        ge=1,
+        description="The most distinct terms (words and codes) a query may have.",
+    )
     auth_token: str | None = Field(
         None,
         description="Bearer token the MCP server over HTTP requires (mcp --transport http).",
     )
+    http: HttpLimits = Field(default_factory=HttpLimits)
 
     @field_validator("db_path", mode="before")
     @classmethod
@@ -188,4 +241,4 @@ def _first_problem(error: ValidationError, arguments: dict[str, Any]) -> str:
     return f"{where}={problem['input']!r} is not valid: {message}"
 
 
-_SETTINGS = (Settings, FusionSettings)
+_SETTINGS = (Settings, FusionSettings, HttpLimits)

@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from . import rows
+from .config import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_TERMS
 from .index.terms import ParsedQuery, parse_query
 from .models import GIVEN_FIELDS, Chunk, value_types
 from .search.answer import MATCH_MODES
@@ -22,11 +23,31 @@ from .search.answer import MATCH_MODES
 MAX_RESULTS = 10_000
 
 
-def parsed_query(text: str, language: str) -> ParsedQuery:
-    """The query's text, checked, and parsed for the layers below (``terms.parse_query``)."""
+def parsed_query(
+    text: str,
+    language: str,
+    max_chars: int = DEFAULT_MAX_QUERY_CHARS,
+    max_terms: int = DEFAULT_MAX_QUERY_TERMS,
+) -> ParsedQuery:
+    """The query's text, checked, and parsed for the layers below (``terms.parse_query``).
+
+    The one place a query's size is bounded, for every caller (the SDK, the CLI, MCP over stdio
+    and HTTP): its length is checked before any work, its distinct terms once tokenized (at most
+    ``max_chars`` characters, so in milliseconds)."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the query text must be a non-empty string")
-    return parse_query(rows.check_utf8(text, "the query"), language)
+    if len(text) > max_chars:
+        raise ValueError(
+            f"the query has {len(text):,} characters, more than the {max_chars:,} allowed"
+            " (DUCKDB_VECTORS_MAX_QUERY_CHARS): ask a shorter question"
+        )
+    parsed = parse_query(rows.check_utf8(text, "the query"), language)
+    if len(parsed.all_terms) > max_terms:
+        raise ValueError(
+            f"the query has {len(parsed.all_terms):,} distinct terms, more than the"
+            f" {max_terms:,} allowed (DUCKDB_VECTORS_MAX_QUERY_TERMS): ask a shorter question"
+        )
+    return parsed
 
 
 def check_match(match: str) -> None:

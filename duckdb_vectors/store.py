@@ -507,7 +507,7 @@ class VectorStore:
         Returns:
             the hits, best first; a list whose ``match`` attribute tells which match applied.
         """
-        parsed = inputs.parsed_query(text, self.language)
+        parsed = self._parsed_query(text)
         inputs.check_match(match)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
         if vector is None:
@@ -542,7 +542,7 @@ class VectorStore:
         """Rank by BM25 alone (words by their word form, codes as written); no model is
         loaded. Chunks with no query term are not returned (with ``match="all"``, chunks
         without every term)."""
-        parsed = inputs.parsed_query(text, self.language)
+        parsed = self._parsed_query(text)
         inputs.check_match(match)
         scope, rescore = self._checked_scope(top_k, filter, where, rescore)
         return self._search(Query(None, parsed, top_k, scope, rescore, one_per_source, match))
@@ -563,6 +563,12 @@ class VectorStore:
         return self._search(Query(query, None, top_k, scope, rescore, one_per_source))
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _parsed_query(self, text: str) -> ParsedQuery:
+        settings = self.settings
+        return inputs.parsed_query(
+            text, self.language, settings.max_query_chars, settings.max_query_terms
+        )
 
     @staticmethod
     def _checked_scope(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -181,3 +185,56 @@ def _as_the_console_script(arguments: tuple[str, ...]) -> Iterator[None]:
         sys.argv = saved[0]
         root.handlers[:], root.level = saved[1], saved[2]
         logger.enable("fastembed")  # main disables its logs; loguru enables all by default
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def http_server(
+    index: Path, *arguments: str, env: Mapping[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``duckdb-vectors mcp --transport http`` on a free loopback port in its own process, with
+    ``env`` added to its environment; yields its base URL once /health says ready, and kills it
+    afterwards, whatever happened."""
+    port = free_port()
+    command = [SCRIPT, "mcp", "--transport", "http", "--port", str(port), "--db", str(index)]
+    environment = {
+        "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL),
+        "HF_HUB_OFFLINE": "1",
+        **(env or {}),
+    }
+    process = subprocess.Popen(
+        [*command, *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **environment},
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while get(f"{base}/health")[0] != 200:
+            assert process.poll() is None, process.stderr.read()
+            assert time.monotonic() < deadline, "the server did not become ready"
+            time.sleep(0.1)
+        yield base, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+        process.stdout.close()
+        process.stderr.close()
+
+
+def get(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+    except OSError:
+        return 0, {}

@@ -49,6 +49,16 @@ def test_fusion_knobs_from_the_environment(monkeypatch) -> None:
     assert (fusion.method, fusion.rrf_k) == ("rrf", 20)
 
 
+def test_http_limits_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("DUCKDB_VECTORS_HTTP_MAX_BODY", "2MB")
+    monkeypatch.setenv("DUCKDB_VECTORS_HTTP_READ_TIMEOUT", "2m")
+    monkeypatch.setenv("DUCKDB_VECTORS_MAX_QUERY_TERMS", "50")
+    settings = Settings.resolve()
+    assert (settings.http.max_body, settings.http.read_timeout) == (2_000_000, 120.0)
+    assert (settings.http.max_concurrency, settings.http.queue) == (16, 64)
+    assert (settings.max_query_chars, settings.max_query_terms) == (10_000, 50)
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
@@ -64,6 +74,9 @@ def test_fusion_knobs_from_the_environment(monkeypatch) -> None:
             "3",
             "DUCKDB_VECTORS_FUSION_LEXICAL_WEIGHT='3' is not valid: Input should be less than",
         ),
+        ("DUCKDB_VECTORS_HTTP_QUEUE", "-1", "DUCKDB_VECTORS_HTTP_QUEUE='-1' is not valid"),
+        ("DUCKDB_VECTORS_HTTP_READ_TIMEOUT", "slow", "DUCKDB_VECTORS_HTTP_READ_TIMEOUT='slow'"),
+        ("DUCKDB_VECTORS_MAX_QUERY_CHARS", "0", "DUCKDB_VECTORS_MAX_QUERY_CHARS='0' is not valid"),
     ],
 )
 def test_a_bad_setting_in_the_environment_is_one_line_naming_the_variable(

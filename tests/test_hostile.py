@@ -3,12 +3,14 @@ index file is left exactly as it was. Real DuckDB files, real model files, no mo
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
 import random
 import resource
 import shutil
+import tarfile
 import time
 import zlib
 from collections.abc import Callable
@@ -19,7 +21,7 @@ import anyio
 import duckdb
 import numpy as np
 import pytest
-from conftest import DEFAULT_BACKEND, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, STATIC_MODEL, run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
@@ -34,8 +36,11 @@ from duckdb_vectors import (
     VectorStore,
     index_folder,
 )
+from duckdb_vectors.container.context import write_context
+from duckdb_vectors.fetching import fetch
 from duckdb_vectors.filters import compile_filter
 from duckdb_vectors.rendering import Hit
+from duckdb_vectors.serve import mcp_http
 from duckdb_vectors.serve.mcp_server import build_server
 
 TEXTS = [
@@ -330,6 +335,21 @@ def _escapes(tmp_path: Path) -> list[str]:
         "true)) UNION SELECT * FROM chunks WHERE ((true",
         "query_table('chunks') IS NOT NULL",
         f"length(write_csv('{tmp_path}/z.csv')) > 0",
+        # Statements that would change what the connection may do, alone or smuggled in.
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "true; INSTALL httpfs",
+        "true; LOAD 'httpfs'",
+        "SET enable_external_access = true",
+        "true; SET threads = 1",
+        "RESET enable_external_access",
+        "PRAGMA version",
+        "true; PRAGMA enable_profiling",
+        "(SELECT * FROM pragma_version()) IS NOT NULL",
+        "(SELECT count(*) FROM duckdb_settings()) > 0",
+        f"(SELECT count(*) FROM read_text('{tmp_path}/*')) >= 0",
+        "DETACH DATABASE IF EXISTS memory",
+        "CHECKPOINT",
     ]
 
 
@@ -373,6 +393,27 @@ def test_where_and_rescore_cannot_read_the_configuration(index_file: Path, fragm
             with pytest.raises(InvalidRankingSQLError) as raised:
                 store.query("retries", **{argument: fragment})
             assert_one_line(raised.value)
+
+
+@pytest.mark.parametrize("flag", ["--where", "--rescore"])
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "read_csv('/etc/passwd') IS NOT NULL",
+        "length(read_text('/etc/passwd')) > 0",
+        "true; INSTALL httpfs",
+        "true; LOAD httpfs",
+        "true; SET enable_external_access = true",
+        "true; PRAGMA version",
+    ],
+)
+def test_the_cli_refuses_sql_that_reaches_out(index_file: Path, flag: str, fragment: str) -> None:
+    """``search --where`` / ``--rescore`` as a shell user gives them: refused with one line and
+    exit code 2, nothing of the file read printed."""
+    result = run_cli("search", "retries", "--db", str(index_file), flag, fragment)
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert "root:" not in result.output
 
 
 def test_filters_that_look_like_sql_are_only_values(copy: Path, tmp_path: Path) -> None:
@@ -421,6 +462,145 @@ def test_very_deep_filters_are_a_clear_error(index_file: Path, operator: str) ->
             compile_filter(text)
 
 
+# -- reaching outside the index: ids, resource URIs, tokens, links -----------------------------
+
+OUTSIDE = [
+    "../../../../etc/passwd",
+    "/etc/passwd",
+    "docs/../../../../etc/passwd",
+    "docs/0.md/../../../etc/passwd",
+    "..%2F..%2F..%2Fetc%2Fpasswd",
+    "%2e%2e/%2e%2e/etc/passwd",
+    "file:///etc/passwd",
+    "~/.ssh/id_rsa",
+    "..\\..\\windows\\win.ini",
+    "docs/0.md\x00../../etc/passwd",
+]
+
+
+async def _reach_outside(store: VectorStore) -> list[tuple[str, bool, str]]:
+    """Every id of ``OUTSIDE`` through the ``fetch`` tool and as a document resource's URI:
+    (what was asked, refused, what came back)."""
+    answers = []
+    async with Client(build_server(store)) as client:
+        for target in OUTSIDE:
+            fetched = await client.call_tool("fetch", {"id": target})
+            answers.append((target, fetched.is_error, fetched.content[0].text))
+            for uri in (f"duckdb-vectors://doc/{target}", target):
+                try:
+                    read = await client.read_resource(uri)
+                except Exception as error:  # the SDK raises the server's error reply
+                    answers.append((uri, True, str(error)))
+                else:
+                    answers.append((uri, False, json.dumps(read.model_dump(mode="json"))))
+    return answers
+
+
+def test_fetch_ids_and_resource_uris_cannot_reach_files(served: VectorStore) -> None:
+    """Ids and URIs are looked up in the index, never opened as paths: each one that names
+    something outside is refused, in one line, and nothing of the file comes back."""
+    for asked, refused, text in anyio.run(_reach_outside, served):
+        assert refused, (asked, text)
+        assert "root:" not in text and "PRIVATE KEY" not in text, asked
+        assert "\n" not in text.strip() and "Traceback" not in text, (asked, text)
+    # What is in the index is still served, by id and by URI.
+    assert "Failed requests are retried" in fetch(served, "docs/0.md").text
+
+
+def test_the_bearer_token_is_compared_in_constant_time() -> None:
+    """The token check is ``hmac.compare_digest`` and nothing else: its time does not depend on
+    how much of a guess is right. (A timing test over loopback could not see the difference a
+    plain ``==`` makes; the code can.)"""
+    source = Path(mcp_http.__file__).read_text()
+    tree = ast.parse(source)
+    refusal = next(
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == "_refusal"
+    )
+    calls = {ast.unparse(node.func) for node in ast.walk(refusal) if isinstance(node, ast.Call)}
+    assert "hmac.compare_digest" in calls
+    compared = [ast.unparse(node) for node in ast.walk(refusal) if isinstance(node, ast.Compare)]
+    # Whether a token is set at all is no secret; what the client gave is never compared.
+    assert not [text for text in compared if "given" in text or "authorization" in text]
+    assert [text for text in compared if "token" in text] == ["token is None"], compared
+
+
+def test_a_guessed_token_is_refused_whatever_it_shares_with_the_real_one() -> None:
+    """Prefixes, extensions, case, other encodings and other schemes of the token: 401, as a
+    wrong one is; only the token itself passes."""
+    token = "s3cret-token"
+    guard = mcp_http.Guard(_answer_ok, mcp_http.HttpOptions(auth_token=token))
+    guesses = [
+        "", "Bearer", "Bearer ", f"Bearer {token[:-1]}", f"Bearer {token}x", f"Bearer {token} ",
+        f"bearer {token}", f"Bearer {token.upper()}", f"Basic {token}", token,
+        f"Bearer {token}\u00e9", "Bearer \u00e9" * 100,
+    ]  # fmt: skip
+    for guess in guesses:
+        assert anyio.run(_status, guard, guess) == 401, guess
+    assert anyio.run(_status, guard, f"Bearer {token}") == 200
+
+
+async def _answer_ok(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _status(guard: mcp_http.Guard, authorization: str) -> int:
+    """The status ``guard`` answers a POST /mcp with this Authorization header."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    header = authorization.encode("utf-8", "surrogateescape")
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(b"authorization", header)] if authorization else [],
+        "query_string": b"",
+    }
+    await guard(scope, receive, send)
+    return sent[0]["status"]
+
+
+def test_a_bake_context_sends_nothing_from_outside_the_docs_folder(tmp_path: Path) -> None:
+    """Links out of the docs folder go into the build context as links, never as the files or
+    folders they point to (and the index stage inside does not follow them:
+    tests/test_indexer.py)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nTOP-SECRET-VALUE\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nText.\n")
+    (docs / "secret.md").symlink_to(outside / "secret.md")
+    (docs / "elsewhere").symlink_to(outside, target_is_directory=True)
+    (docs / "passwd.md").symlink_to("/etc/passwd")
+    (docs / "up.md").symlink_to("../outside/secret.md")
+    context = write_context(docs, None)
+    try:
+        with tarfile.open(fileobj=context.archive) as tar:
+            sent = {member.name: member for member in tar.getmembers()}
+            contents = b"".join(
+                tar.extractfile(member).read() for member in sent.values() if member.isfile()
+            )
+    finally:
+        context.close()
+    docs_sent = {name for name in sent if name.startswith("input/docs/")}
+    assert "input/docs/guide.md" in docs_sent
+    assert not any(name.startswith("input/docs/elsewhere/") for name in docs_sent)
+    for link in ("secret.md", "elsewhere", "passwd.md", "up.md"):
+        member = sent.get(f"input/docs/{link}")
+        assert member is None or member.issym(), link
+    assert b"TOP-SECRET-VALUE" not in contents
+    assert Path("/etc/passwd").read_bytes().splitlines()[0] not in contents
+
+
 # -- enormous and out-of-range arguments -------------------------------------------------------
 
 MEGABYTE = 1_000_000
@@ -436,7 +616,13 @@ MEGABYTE = 1_000_000
     ],
     ids=["many-words", "one-token", "mixed"],
 )
-def test_enormous_queries_answer_or_fail_fast(index_file: Path, query: str) -> None:
+def test_enormous_queries_answer_or_fail_fast(
+    index_file: Path, query: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the query cap, too: with the cap lifted, the search's own cost grows with the
+    text, no faster."""
+    monkeypatch.setenv("DUCKDB_VECTORS_MAX_QUERY_CHARS", str(2 * MEGABYTE))
+    monkeypatch.setenv("DUCKDB_VECTORS_MAX_QUERY_TERMS", str(MEGABYTE))
     with VectorStore(index_file, read_only=True, model_path=STATIC_MODEL) as store:
         store.warm_up()
         searches = (
@@ -457,6 +643,34 @@ def test_enormous_queries_answer_or_fail_fast(index_file: Path, query: str) -> N
             # catches waiting.
             assert whole < 16 * eighth + 0.5
             assert time.perf_counter() - started < 60
+
+
+def test_queries_past_the_cap_are_refused_before_any_work(
+    index_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cap (``DUCKDB_VECTORS_MAX_QUERY_CHARS`` and ``_TERMS``) holds for every search, in a
+    one-line error and a millisecond; a query at the cap is answered."""
+    many_codes = " ".join(f"e{number}" for number in range(1_001))  # 1,001 terms, 5,890 chars
+    with VectorStore(index_file, read_only=True, model_path=STATIC_MODEL) as store:
+        store.warm_up()
+        for search in (store.query, store.query_text):
+            for query, problem in (
+                ("x" * MEGABYTE, "the query has 1,000,000 characters, more than the 10,000"),
+                (many_codes, "the query has 1,001 distinct terms, more than the 1,000 allowed"),
+            ):
+                started = time.perf_counter()
+                with pytest.raises(ValueError, match=problem) as raised:
+                    search(query)
+                assert time.perf_counter() - started < 0.1
+                assert_one_line(raised.value)
+            assert len(search("retries " + "x" * 9_992)) <= 5  # 10,000 characters
+            assert search(many_codes.rsplit(" ", 1)[0]) is not None  # 1,000 terms
+    monkeypatch.setenv("DUCKDB_VECTORS_MAX_QUERY_CHARS", "20")
+    with (
+        VectorStore(index_file, read_only=True, model_path=STATIC_MODEL) as store,
+        pytest.raises(ValueError, match="more than the 20 allowed"),
+    ):
+        store.query("how are failed requests retried?")
 
 
 def _cpu_seconds(search: Callable[[str], list[Hit]], text: str) -> float:

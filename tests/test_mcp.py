@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -236,6 +238,27 @@ def test_bad_arguments_are_one_sentence_and_the_server_keeps_running(index: Path
                 assert "\n" not in text and "pydantic" not in text, (arguments, text)
                 after = await client.call_tool("search", {"query": "E1234"})
                 assert after.is_error is False, arguments
+
+    anyio.run(scenario)
+
+
+@pytest.mark.slow
+def test_a_megabyte_query_is_a_one_line_tool_error_in_milliseconds(index: Path) -> None:
+    """The query cap (``inputs.parsed_query``) holds over stdio as over HTTP: refused before
+    any search work, where a search of it took 1.6 s."""
+    query = "".join(random.Random(1).choices("abc 北京é\n", k=1_000_000))
+
+    async def scenario() -> None:
+        async with session(server(index)) as client:
+            await client.call_tool("search", {"query": "E1234"})  # the model is loaded
+            started = time.monotonic()
+            result = await client.call_tool("search", {"query": query})
+            assert time.monotonic() - started < 0.5
+            assert result.is_error is True
+            assert result.content[0].text == (
+                "Error executing tool search: the query has 1,000,000 characters, more than the"
+                " 10,000 allowed (DUCKDB_VECTORS_MAX_QUERY_CHARS): ask a shorter question"
+            )
 
     anyio.run(scenario)
 

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
-from conftest import DEFAULT_BACKEND, SCRIPT, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, STATIC_MODEL, get, http_server
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -33,51 +28,6 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
         index_folder(store, EXAMPLE_DOCS, urls=UrlRule("https://docs.example.com/"))
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextmanager
-def http_server(index: Path, *arguments: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    """The server in its own process; yields its base URL once /health says ready."""
-    port = free_port()
-    command = [SCRIPT, "mcp", "--transport", "http", "--port", str(port), "--db", str(index)]
-    environment = {"DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), "HF_HUB_OFFLINE": "1"}
-    process = subprocess.Popen(
-        [*command, *arguments],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **environment},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while get(f"{base}/health")[0] != 200:
-            assert process.poll() is None, process.stderr.read()
-            assert time.monotonic() < deadline, "the server did not become ready"
-            time.sleep(0.1)
-        yield base, process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
-        process.stdout.close()
-        process.stderr.close()
-
-
-def get(url: str) -> tuple[int, dict]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as error:
-        return error.code, json.load(error)
-    except OSError:
-        return 0, {}
 
 
 def post(url: str, headers: dict[str, str]) -> tuple[int, dict]:

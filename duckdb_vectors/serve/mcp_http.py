@@ -3,29 +3,46 @@
 Stateless (each request stands alone, answered as JSON), so replicas need no session affinity.
 As the MCP specification asks, it binds to localhost unless told otherwise and refuses foreign
 ``Origin``s (403); a bearer token guards non-local binds.
+
+Clients nobody vetted are bounded (``config.HttpLimits``), in the order a request meets them:
+its headers must arrive within the read timeout (``HeadersInTime``), its body too and within the
+size cap (413, 408), then it waits for one of a few turns in a short queue (503 with
+``Retry-After`` past it) and must be answered within the request timeout (504). ``/health``
+skips all but the first, so a load balancer sees a busy server as alive.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
 import signal
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+import anyio
+import h11
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ..config import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT
+from ..config import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, HttpLimits
 from .mcp_server import IndexServer
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
+# What a refused client is told to wait before it tries again: a turn frees up in milliseconds.
+RETRY_AFTER_SECONDS = 1
+# After a 413 the rest of the body is read and dropped for this long, at most this much, before
+# the connection closes: a client that sends its whole body before it reads (urllib, most
+# scripts) then gets the answer, where closing at once would reset the connection under it.
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 64_000_000
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +57,14 @@ class HttpOptions:
         auth_token: if set, ``/mcp`` requires ``Authorization: Bearer <token>``.
         allowed_origins: browser origins allowed besides loopback ones, e.g.
             ``https://agents.example.com``.
+        limits: what one client may ask (``config.HttpLimits``).
     """
 
     host: str = DEFAULT_MCP_HOST
     port: int = DEFAULT_MCP_PORT
     auth_token: str | None = None
     allowed_origins: tuple[str, ...] = ()
+    limits: HttpLimits = field(default_factory=HttpLimits)
 
 
 def http_app(server: IndexServer, options: HttpOptions) -> ASGIApp:
@@ -64,7 +83,7 @@ def http_app(server: IndexServer, options: HttpOptions) -> ASGIApp:
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=options.host,
     )
-    return Guard(app, options)
+    return Guard(Limits(app, options.limits), options)
 
 
 def serve_http(server: IndexServer, options: HttpOptions) -> None:
@@ -77,12 +96,16 @@ def serve_http(server: IndexServer, options: HttpOptions) -> None:
             options.host,
             options.port,
         )
+    # Not uvicorn's limit_concurrency: it counts idle connections too, refuses /health with the
+    # rest, and sends no Retry-After; Limits does all three. Its keep-alive timeout (5 s) closes
+    # idle connections between requests; h11 caps the headers at 16 KiB.
     config = uvicorn.Config(
         http_app(server, options),
         host=options.host,
         port=options.port,
         log_level="warning",
         lifespan="on",
+        http=headers_in_time(options.limits.read_timeout),
     )
     # After its graceful shutdown uvicorn raises SIGTERM again for the handler it found: one
     # that does nothing lets the process exit 0 (store closed) instead of 143.
@@ -128,6 +151,210 @@ class Guard:
             return True
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
+
+
+class Limits:
+    """Bounds each ``/mcp`` request: its body (size, time), its turn, its time to an answer."""
+
+    def __init__(self, app: ASGIApp, limits: HttpLimits) -> None:
+        self.app = app
+        self.limits = limits
+        self.turns = anyio.Semaphore(limits.max_concurrency)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != MCP_PATH:
+            await self.app(scope, receive, send)
+            return
+        replay = await self._read_body(scope, receive, send)
+        if replay is None:
+            return  # refused, answered
+        if self._queue_full():
+            await _refuse(send, 503, "the server is busy: try again shortly")
+            return
+        await self._answer_in_time(scope, replay, send)
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """The whole body, read within the read timeout and the size cap, as a ``receive``
+        that hands it on; None once a refusal (413, 408) is sent."""
+        cap = self.limits.max_body
+        declared = _content_length(scope)
+        if declared is not None and declared > cap:
+            await _too_large(scope, receive, send, cap, declared)
+            return None
+        body = bytearray()
+        with anyio.move_on_after(self.limits.read_timeout):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return _replay(message, receive)  # the client left: the app sees it leave
+                body += message.get("body", b"")
+                if len(body) > cap:
+                    await _too_large(scope, receive, send, cap, None)
+                    return None
+                if not message.get("more_body", False):
+                    return _replay({"type": "http.request", "body": bytes(body)}, receive)
+        seconds = self.limits.read_timeout
+        await _refuse(send, 408, f"the body did not arrive within {seconds:g} s")
+        return None
+
+    def _queue_full(self) -> bool:
+        return self.turns.value == 0 and self.turns.statistics().tasks_waiting >= self.limits.queue
+
+    async def _answer_in_time(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app's answer, or 503 (still queued) or 504 (being worked on) at the request
+        timeout. A tool runs in a thread nothing can stop: its turn is held until it ends, so
+        the server never works on more than ``max_concurrency`` requests."""
+        answer = _Answer(send)
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._deadline, answer, group.cancel_scope)
+            async with self.turns:
+                answer.working = True
+                await self.app(scope, receive, answer.send)
+            group.cancel_scope.cancel()
+
+    async def _deadline(self, answer: _Answer, request: anyio.CancelScope) -> None:
+        await anyio.sleep(self.limits.request_timeout)
+        if answer.started:
+            return
+        answer.late = True
+        seconds = self.limits.request_timeout
+        if answer.working:
+            await _refuse(answer.deliver, 504, f"no answer within {seconds:g} s")
+        else:
+            busy = f"the server is busy: no turn within {seconds:g} s, try again shortly"
+            await _refuse(answer.deliver, 503, busy)
+        request.cancel()
+
+
+class _Answer:
+    """The app's side of one response: whether it started, and whether it came too late (then
+    what the app still sends is dropped: the client has its 503 or 504)."""
+
+    def __init__(self, send: Send) -> None:
+        self.deliver = send
+        self.started = False
+        self.working = False
+        self.late = False
+
+    async def send(self, message: Message) -> None:
+        if self.late:
+            return
+        self.started = True
+        await self.deliver(message)
+
+
+def _replay(first: Message, receive: Receive) -> Receive:
+    """A ``receive`` that hands ``first`` on, then the client's own (which tells when it
+    leaves)."""
+    messages = [first]
+
+    async def replay() -> Message:
+        return messages.pop() if messages else await receive()
+
+    return replay
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None  # h11 refuses the request before it gets here
+    return None
+
+
+async def _too_large(
+    scope: Scope, receive: Receive, send: Send, cap: int, declared: int | None
+) -> None:
+    """413, sent before the body is read; the rest of the body is then read and dropped for a
+    moment (``LINGER_SECONDS``) unless the client waits for a 100 Continue or declared more than
+    ``LINGER_BYTES``, and the connection closed."""
+    size = f"{declared:,} bytes, more" if declared is not None else "more"
+    message = f"the request body is {size} than the {cap:,} bytes allowed"
+    waits = (b"expect", b"100-continue") in scope["headers"]
+    linger = not waits and (declared or 0) <= LINGER_BYTES
+    await _refuse(send, 413, message, receive if linger else None)
+
+
+async def _drain(receive: Receive) -> None:
+    dropped = 0
+    with anyio.move_on_after(LINGER_SECONDS):
+        while dropped <= LINGER_BYTES:
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                return
+            dropped += len(message.get("body", b""))
+
+
+async def _refuse(send: Send, status: int, error: str, linger: Receive | None = None) -> None:
+    """A one-line JSON error; the connection closes after it. 503 says when to retry. With
+    ``linger``, the response ends only once the rest of the body is read from it (``_drain``)."""
+    headers = {"Connection": "close"}
+    if status == 503:
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response = JSONResponse({"error": error}, status_code=status, headers=headers)
+    start = {"type": "http.response.start", "status": status, "headers": response.raw_headers}
+    await send(start)
+    await send({"type": "http.response.body", "body": response.body, "more_body": True})
+    if linger is not None:
+        await _drain(linger)
+    await send({"type": "http.response.body", "body": b""})
+
+
+def headers_in_time(read_timeout: float) -> type[H11Protocol]:
+    """uvicorn's h11 protocol, closing a connection whose request headers have not all arrived
+    ``read_timeout`` seconds after it opened or after the request's first byte: a client that
+    sends a byte a second (slowloris) holds a connection no longer than that."""
+
+    class Protocol(HeadersInTime):
+        timeout = read_timeout
+
+    return Protocol
+
+
+class HeadersInTime(H11Protocol):
+    """A deadline (``timeout``) for each request's headers, armed when the connection opens and
+    when the next request's first bytes come in, stopped once h11 has all the headers. (uvicorn's
+    own timer covers only the idle time between requests, and any byte stops it.)"""
+
+    timeout = 10.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.headers_deadline: asyncio.TimerHandle | None = None
+        self._await_headers()
+
+    def data_received(self, data: bytes) -> None:
+        cycle = self.cycle
+        super().data_received(data)
+        if self.cycle is not cycle:  # a request's headers are all in
+            self._stop_waiting()
+        elif cycle is not None and cycle.response_complete and self.headers_deadline is None:
+            self._await_headers()  # the first bytes of the next request on this connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_waiting()
+        super().connection_lost(exc)
+
+    def _await_headers(self) -> None:
+        self.headers_deadline = self.loop.call_later(self.timeout, self._headers_too_late)
+
+    def _stop_waiting(self) -> None:
+        if self.headers_deadline is not None:
+            self.headers_deadline.cancel()
+            self.headers_deadline = None
+
+    def _headers_too_late(self) -> None:
+        self.headers_deadline = None
+        if self.transport.is_closing():
+            return
+        if self.conn.our_state is h11.IDLE and self.conn.their_state is h11.IDLE:
+            # No request to answer through h11 yet: the one response that needs none.
+            self.transport.write(
+                b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+        self.transport.close()
 
 
 def _no_stream(scope: Scope) -> Response | None:
