@@ -137,6 +137,29 @@ def test_chunks_hold_no_markup_noise(tree: Tree) -> None:
     assert found == []
 
 
+# What a site's pages carry around their content, on these trees' pages (Sphinx's sidebars,
+# MkDocs' themes): it must not reach a chunk.
+SITE_CHROME = (
+    "Previous topic",
+    "Next topic",
+    "Show Source",
+    "Quick search",
+    "Edit on GitHub",
+    "Skip to content",
+)
+
+
+@pytest.mark.parametrize(
+    "tree", [tree for tree in TREES if tree.pattern == "*.html"], ids=lambda tree: tree.name
+)
+def test_a_built_site_loses_its_chrome(tree: Tree) -> None:
+    pages = [path.read_text() for path in (DATA / tree.name).rglob("*.html")]
+    around = [phrase for phrase in SITE_CHROME if any(phrase in page for page in pages)]
+    assert around  # the pages do carry some of it
+    chunks, _ = chunk_tree(tree)
+    assert [(c.chunk_id, p) for c in chunks for p in around if p in c.text] == []
+
+
 def test_docutils_prints_nothing_on_a_sphinx_tree(capfd: pytest.CaptureFixture[str]) -> None:
     _chunked.__wrapped__("click-8.1.7-docs", "*.rst", 2000)  # full of unknown directives
     assert capfd.readouterr() == ("", "")
