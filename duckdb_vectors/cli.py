@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -390,7 +390,8 @@ def index(
         require_extra("index", "indexing a source")
         from .sources import open_source
 
-        opened = open_source(source, options)  # a SOURCE nothing reads fails before the index
+        # A SOURCE nothing reads fails before the index is opened.
+        opened = open_source(source, replace(options, progress=progress))
     store = VectorStore(
         db_path,
         backend,
@@ -406,7 +407,8 @@ def index(
         )
         return
     if bundle_path is not None:
-        _index_bundle(store, bundle, str(bundle_path), options, lexical_weight, as_json, progress)
+        crawling = replace(options, progress=progress)
+        _index_bundle(store, bundle, str(bundle_path), crawling, lexical_weight, as_json, progress)
         return
     with store:
         from .indexer import index_source  # with the chunkers: only for this verb (see __init__)

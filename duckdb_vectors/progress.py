@@ -49,11 +49,12 @@ class StatusLine:
 
 @contextmanager
 def counted(
-    total: int, unit: str, description: str, enabled: bool | None
+    total: int | None, unit: str, description: str, enabled: bool | None
 ) -> Iterator[Callable[[int], None]]:
-    """Progress toward ``total`` units, advanced by the function it yields: a bar on a
-    terminal; asked for elsewhere (a build log), a plain line every few seconds; else nothing.
-    A run that fails midway leaves no final line claiming it finished."""
+    """Progress toward ``total`` units (None: a count, for work of unknown size such as a
+    crawl), advanced by the function it yields: a bar on a terminal; asked for elsewhere (a
+    build log), a plain line every few seconds; else nothing. A run that fails midway leaves
+    no final line claiming it finished."""
     live = sys.stderr.isatty()
     if not (live if enabled is None else enabled):
         yield lambda _count: None
@@ -71,11 +72,14 @@ def counted(
         return
     status, done = StatusLine(live=False), 0
 
+    def line() -> str:
+        return f"{description}: {done:,}{'' if total is None else f'/{total:,}'} {unit}s"
+
     def advance(count: int) -> None:
         nonlocal done
         done += count
-        status.update(f"{description}: {done:,}/{total:,} {unit}s")
+        status.update(line())
 
     advance(0)
     yield advance
-    status.final(f"{description}: {done:,}/{total:,} {unit}s")
+    status.final(line())

@@ -279,8 +279,9 @@ def test_a_site_without_a_sitemap_is_crawled_from_its_start_page(serve, tmp_path
         }
 
     site.log.clear()
-    second = run_cli("index", f"{base}/docs/", "--db", db, "--json")
+    second = run_cli("index", f"{base}/docs/", "--db", db, "--json", "--progress")
     assert second.exit_code == 0, second.stderr
+    assert "crawling: 5 pages" in second.stderr  # the crawl's own count, then the reading's
     again = json.loads(second.stdout)
     assert (again["files_unchanged"], again["files_read"], again["chunks_embedded"]) == (4, 0, 0)
     assert all(entry.conditional and entry.status == 304 for entry in site.pages())

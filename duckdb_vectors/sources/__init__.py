@@ -81,6 +81,7 @@ class SourceOptions:
     delay: float = 0.0  # seconds between requests to one host
     timeout: float = 30.0  # seconds per request phase (connect, read)
     headers: Mapping[str, str] = field(default_factory=dict)  # never stored nor logged
+    progress: bool | None = None  # a crawl's count of pages on stderr (default: on a terminal)
 
 
 class Source(ABC):

@@ -32,6 +32,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from ..citations import PAGE_SUFFIXES
 from ..errors import FetchError
+from ..progress import counted
 from . import Entry, InvalidSourceError, Validators
 from .http import Response, inflate, problem_of
 from .web import DISALLOWED, Planned, WebSource, normal
@@ -154,7 +155,11 @@ class _Crawl:
         self.take(first, seen, queue)
         budget = site.options.max_pages - 1
         workers = site.options.concurrency
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        with (
+            ThreadPoolExecutor(max_workers=workers) as pool,
+            counted(None, "page", "crawling", site.options.progress) as advance,
+        ):
+            advance(1)
             running: set[Future[_Visit]] = set()
             while queue or running:
                 while queue and budget > 0 and len(running) < 2 * workers:
@@ -165,6 +170,7 @@ class _Crawl:
                 done, running = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     self.take(future.result(), seen, queue)
+                advance(len(done))
         if queue:
             logger.warning(
                 "%s: stopped after %d pages (raise --max-pages to crawl more)",
