@@ -7,6 +7,7 @@ did not change. It is real code over a real archive: the run it drives is the pr
 
 from __future__ import annotations
 
+import os
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -150,3 +151,34 @@ def test_a_source_nothing_reads_is_one_line_naming_it(tmp_path: Path) -> None:
 def test_a_header_option_must_name_a_header(tmp_path: Path) -> None:
     result = run_cli("index", str(tmp_path), "--header", "no-colon", "--db", str(tmp_path / "x"))
     assert result.exit_code == 2 and "'no-colon' is not NAME:VALUE" in result.stderr
+
+
+def test_a_folder_confirms_unchanged_files_without_reading_them(
+    tmp_path: Path, store: VectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in PAGES.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    first = index_source(store, str(folder))
+    assert first.files_read == 3
+    # Files written just now are read again: a second write in the same clock tick would
+    # leave their stat as it was.
+    assert index_source(store, str(folder)).files_read == 3
+    monkeypatch.setattr("duckdb_vectors.sources.folder.RACY_SECONDS", 0.0)
+    index_source(store, str(folder))  # their stat is recorded now that it counts
+    settled = index_source(store, str(folder))
+    assert (settled.files_read, settled.files_unchanged, settled.chunks_embedded) == (0, 3, 0)
+
+    # Rewritten with the same size and its old modification time put back (cp -p, rsync -t):
+    # the change time still moves, so the file is read and its new text embedded.
+    limits = folder / "limits.md"
+    before = limits.stat()
+    limits.write_text(PAGES["limits.md"].replace("100", "200"))
+    os.utime(limits, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert limits.stat().st_size == before.st_size
+    changed = index_source(store, str(folder))
+    assert (changed.files_read, changed.files_changed, changed.chunks_embedded) == (1, 1, 1)
+    (hit,) = store.query("requests per minute per key", top_k=1)
+    assert "200 requests" in hit.chunk.text

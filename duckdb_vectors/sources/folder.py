@@ -1,12 +1,17 @@
 """A folder on this machine: its files, as ``selection.FileSelection`` picks them.
 
-Reading a local file costs about what hashing it does, so a folder sends no validators back:
-the run's content hash decides what changed.
+A file is confirmed unchanged, without being read, by what ``stat`` says of it, as git's index
+does: its size, its modification and change times and its inode. The kernel sets the change
+time on every write and no tool sets it back, so a file copied with its old modification time
+(``cp -p``, ``rsync -t``, a build context whose times are all 0) still reads as changed. A file
+written less than ``RACY_SECONDS`` before it is read keeps no validators: a second write within
+the same clock tick would leave them equal, so the next run reads it again.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +19,8 @@ from pathlib import Path
 from ..errors import SkipFile
 from ..selection import FileSelection
 from . import Entry, Fetched, InvalidSourceError, Problem, Source, SourceRecord, Validators
+
+RACY_SECONDS = 1.0
 
 
 class FolderSource(Source):
@@ -41,18 +48,22 @@ class FolderSource(Source):
         self, entries: Sequence[Entry], previous: Mapping[str, Validators]
     ) -> Iterator[Fetched]:
         for entry in entries:
-            yield self._read(entry.source)
+            yield self._read(entry.source, previous.get(entry.source))
 
-    def _read(self, source: str) -> Fetched:
+    def _read(self, source: str, stored: Validators | None) -> Fetched:
+        path = self.root / source
         try:
-            data = read_stable(self.root / source, self.options.max_file_bytes)
+            validators = stat_validators(path.stat(), time.time())
+            if validators and validators == stored:
+                return Fetched(source, unchanged=True, validators=validators)
+            data = read_stable(path, self.options.max_file_bytes)
         except SkipFile as reason:
             return Fetched(source, problem=Problem(str(reason), skipped=True))
         except FileNotFoundError:
             return Fetched(source, problem=Problem("vanished while indexing", keep=False))
         except OSError as error:
             return Fetched(source, problem=Problem(f"unreadable: {error.strerror or error}"))
-        return Fetched(source, data=data)
+        return Fetched(source, data=data, validators=validators)
 
     def record(self) -> SourceRecord:
         return SourceRecord(kind=self.kind, location=str(self.root), fetched_at=self._listed_at)
@@ -114,6 +125,13 @@ def _follow(link: Path, real_root: Path) -> tuple[Path, str | None]:
 
 def _relative(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
+
+
+def stat_validators(stat: os.stat_result, now: float) -> dict[str, str]:
+    """What confirms a file unchanged (see the module); none for a file written just now."""
+    if now - max(stat.st_mtime, stat.st_ctime) < RACY_SECONDS:
+        return {}
+    return {"stat": f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:{stat.st_ino}"}
 
 
 def read_stable(path: Path, max_bytes: int) -> bytes:
