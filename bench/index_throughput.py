@@ -14,6 +14,13 @@ calls) and by ``duckdb-vectors index --from-parquet``, beside a plain DuckDB tab
 rows and, with ``--peers-python``, sqlite-vec + FTS5 and LanceDB bulk inserts (bench/peers.py's
 adapters). Every write is a fresh process; rounds alternate the writers.
 
+``--mode transformer``: a transformer's ``index`` against fastembed's own embedding of the same
+texts (issue 43), for ``--every N`` (every Nth file of the tree; 1: all of it): the index run
+(the product path), and fastembed's ``TextEmbedding.embed`` of the index's chunk texts sorted by
+token length at each of ``--fastembed-batches`` and in document order at batch 32, model loaded
+first; fresh processes in turns. Reported: the index run's own ``seconds`` against the fastest
+sorted embedding (the bar: 1.15x), each process's peak RSS.
+
 ``--baseline TREE`` runs the same duckdb-vectors runs with another checkout (its ``.venv``),
 alternating with this one.
 
@@ -22,6 +29,9 @@ alternating with this one.
     python bench/index_throughput.py --tree ../shared/evaldata/docs/duckdb/docs/current/data \\
         --backend fastembed:sentence-transformers/all-MiniLM-L6-v2 \\
         --model-path ../shared/models/onnx-minilm-l6-v2-int8            # a transformer
+    python bench/index_throughput.py --mode transformer --tree ray --every 5 \\
+        --backend fastembed:sentence-transformers/all-MiniLM-L6-v2 \\
+        --model-path ../shared/models/onnx-minilm-l6-v2-int8            # issue 43's bar
     python bench/index_throughput.py --mode bulk --rows 100000 --calls 10 \\
         --peers-python ../peers-venv/bin/python
 
@@ -51,6 +61,7 @@ from common import (
     Run,
     alternate,
     machine,
+    median,
     run,
     run_function,
     summary,
@@ -148,6 +159,95 @@ def folder_mode(arguments: argparse.Namespace, scratch: Path) -> dict[str, Any]:
         results[f"this: re-run {arguments.copies}x"] = summary(
             [index_run(HERE_TREE, copies, db, arguments)]
         )
+    return results
+
+
+def fastembed_alone(
+    texts_file: str, model: str, model_path: str, batch: int, by_length: bool
+) -> dict[str, Any]:
+    """fastembed's own ``TextEmbedding.embed`` of the texts (a JSON list) at ``batch``, sorted
+    by token length or as given; the model is loaded and the texts sorted before the clock."""
+    import time
+
+    from fastembed import TextEmbedding
+
+    texts = json.loads(Path(texts_file).read_text())
+    embedding = TextEmbedding(model, specific_model_path=model_path)
+    list(embedding.embed(["load the model"]))
+    if by_length:
+        lengths = [sum(e.attention_mask) for e in embedding.model.tokenizer.encode_batch(texts)]
+        texts = [texts[i] for i in sorted(range(len(texts)), key=lengths.__getitem__)]
+    started = time.perf_counter()
+    vectors = list(embedding.embed(texts, batch_size=batch))
+    return {"seconds": time.perf_counter() - started, "chunks": len(vectors)}
+
+
+def sample_folder(tree: Path, every: int, folder: Path) -> Path:
+    """Every ``every``-th file of ``tree`` (sorted paths), copied to ``folder``: a fixed sample
+    that ``index`` reads as it reads the tree."""
+    files = sorted(path for path in tree.rglob("*") if path.is_file())
+    for path in files[::every]:
+        target = folder / path.relative_to(tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return folder
+
+
+def chunk_texts(folder: Path, scratch: Path) -> Path:
+    """The texts ``index`` embeds for ``folder`` (chunks do not depend on the model: indexed
+    with the static one), in document order, as a JSON file."""
+    import duckdb
+
+    from duckdb_vectors.rows import titled_text
+
+    db = scratch / "texts.duckdb"
+    command = [cli(HERE_TREE), "index", str(folder), "--db", str(db), "--no-progress"]
+    run([*command, "--backend", BACKEND, "--model-path", str(MODEL)], env=ENV)
+    with duckdb.connect(str(db), read_only=True) as connection:
+        rows = connection.execute("SELECT title, text FROM chunk_view ORDER BY source, position")
+        texts = [titled_text(title, text) for title, text in rows.fetchall()]
+    out = scratch / "texts.json"
+    out.write_text(json.dumps(texts))
+    return out
+
+
+def transformer_mode(arguments: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    folder = arguments.tree
+    if arguments.every > 1:
+        folder = sample_folder(folder, arguments.every, scratch / "sample")
+    texts = chunk_texts(folder, scratch)
+    model = (arguments.backend.split(":", 1)[1], str(arguments.model_path))
+    db = scratch / "index.duckdb"
+
+    def index() -> Run:
+        db.unlink(missing_ok=True)
+        return index_run(HERE_TREE, folder, db, arguments)
+
+    def alone(batch: int, by_length: bool) -> Callable[[], Run]:
+        return lambda: run_function(fastembed_alone, str(texts), *model, batch, by_length, env=ENV)
+
+    contenders: dict[str, Callable[[], Run]] = {"index": index}
+    for batch in arguments.fastembed_batches:
+        contenders[f"fastembed, sorted by length, batch {batch}"] = alone(batch, True)
+    contenders["fastembed, document order, batch 32"] = alone(32, False)
+    runs = alternate(contenders, arguments.rounds, log=print)
+    results: dict[str, Any] = {"tree": str(arguments.tree), "every": arguments.every}
+    for name, done in runs.items():
+        if name != "index":
+            embedding_s = float(np.median([r.result["seconds"] for r in done]))
+            results[name] = summary(done) | {"embedding_s": embedding_s}
+    best = min(value["embedding_s"] for name, value in results.items() if "sorted" in name)
+    own = float(np.median([r.result["seconds"] for r in runs["index"]]))
+    last = runs["index"][-1].result
+    results["index"] = summary(runs["index"]) | {
+        "index_seconds": own,
+        "x_embedding_alone": own / best,
+        "x_embedding_alone_process": median(r.seconds for r in runs["index"]) / best,
+        "files": last["files_seen"],
+        "chunks": last["chunks_added"] + last["chunks_updated"] + last["chunks_unchanged"],
+    }
+    if results["index"]["chunks"] != len(json.loads(texts.read_text())):
+        raise SystemExit("the index run holds other chunks than the texts embedded alone")
     return results
 
 
@@ -280,11 +380,18 @@ def print_table(results: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=["folder", "bulk"], default="folder")
+    parser.add_argument("--mode", choices=["folder", "bulk", "transformer"], default="folder")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds")
     parser.add_argument("--baseline", type=Path, help="another checkout, with its .venv")
     parser.add_argument("--tree", default=str(DOCS), help="folder mode: a docs tree, or `ray`")
     parser.add_argument("--copies", type=int, default=0, help="folder mode: N distinct copies")
+    parser.add_argument("--every", type=int, default=1, help="transformer mode: every Nth file")
+    parser.add_argument(
+        "--fastembed-batches",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[16, 32],
+        help="transformer mode: fastembed's batch sizes for the sorted texts",
+    )
     parser.add_argument("--backend", default=BACKEND)
     parser.add_argument("--model-path", type=Path, default=MODEL)
     parser.add_argument("--parquet", type=Path, help="bulk mode: rows in write_rows' layout")
@@ -296,7 +403,9 @@ def main() -> None:
     tree = RAY / "docs" / "doc" / "source" if arguments.tree == "ray" else Path(arguments.tree)
     arguments.tree = tree
     with tempfile.TemporaryDirectory(prefix="index-throughput-") as scratch:
-        mode = folder_mode if arguments.mode == "folder" else bulk_mode
+        mode = {"folder": folder_mode, "bulk": bulk_mode, "transformer": transformer_mode}[
+            arguments.mode
+        ]
         results = mode(arguments, Path(scratch))
     out = arguments.out or OUT / f"index_throughput-{arguments.mode}.json"
     write_json(out, {**machine(), "rounds": arguments.rounds, **results})

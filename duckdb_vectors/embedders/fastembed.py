@@ -16,7 +16,9 @@ import socket
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
@@ -28,6 +30,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..errors import EmbedderError
 from .base import BaseEmbedder, EmbedderSpec, as_matrix, fingerprint_directory
+from .batching import length_batches, token_lengths
 from .static import (
     STATIC_CONFIG_FILE,
     TABLE_FILE,
@@ -37,12 +40,23 @@ from .static import (
     windows_needed,
 )
 
-# A transformer's attention memory grows with batch x tokens^2: larger batches of long chunks
-# take gigabytes and run no faster.
-_TRANSFORMER_BATCH = 16
+# A transformer embeds documents shortest first, in batches of similar token lengths:
+# fastembed pads a batch to its longest text, so batches in document order spend about half
+# their work on padding. Batches run side by side on _WORKERS threads over one ONNX session
+# that computes each run on its caller's thread (one intra-op thread): onnxruntime's own thread
+# pool makes every operator wait for its slowest thread, which on a shared machine is the one
+# that lost its core. A batch holds at most _MOST_ROWS texts (larger ones ran no faster on a
+# CPU) and, as attention memory grows with rows x tokens^2 (about 360 bytes a cell for
+# MiniLM: 94 MB a 512-token row), the batches in flight hold _ATTENTION_CELLS together: eight
+# 512-token rows, under 1 GB, so an index run fits a 2 GB container.
+_WORKERS = max(1, len(os.sched_getaffinity(0)))
+_MOST_ROWS = 16
+_ATTENTION_CELLS = 8 * 512 * 512
 # A static model fastembed downloads is loaded once by it too: memory-mapped, without reading
-# the table. fastembed's ONNX models ignore the option.
-_MODEL_OPTIONS = {"mmap": True}
+# the table (ONNX models ignore the option). An ONNX session runs on its caller's thread
+# (see _WORKERS); a static model warns that it has no threads to set, which is expected here.
+_MODEL_OPTIONS = {"mmap": True, "threads": 1}
+_NO_THREADS_WARNING = "is a static model computed with numpy"
 # Documents are embedded with one BLAS thread: more only spin against the tokenizer's threads
 # and take the core that chunking and writing need. The limit is process-wide while it lasts.
 _BLAS = ThreadpoolController()
@@ -64,7 +78,21 @@ class TransformerModel:
         self.english_only = _described_as_english_only(model)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return as_matrix(list(self.model.embed(list(texts), batch_size=_TRANSFORMER_BATCH)))
+        """Vectors in the order of ``texts``, computed shortest first in batches of similar
+        token lengths, ``_WORKERS`` batches at a time."""
+        lengths = token_lengths(self.model.model.tokenizer, texts)
+        order = np.argsort(lengths, kind="stable")
+        workers = min(_WORKERS, len(texts))
+        batches = length_batches(lengths[order], _MOST_ROWS, _ATTENTION_CELLS // workers)
+        with ThreadPoolExecutor(workers, thread_name_prefix="duckdb-vectors-onnx") as pool:
+            parts = pool.map(self._embed_batch, ([texts[i] for i in order[b]] for b in batches))
+            by_length = np.concatenate(list(parts))
+        vectors = np.empty_like(by_length)
+        vectors[order] = by_length
+        return vectors
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        return as_matrix(list(self.model.embed(texts, batch_size=len(texts))))
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return as_matrix(list(self.model.query_embed(list(texts))))
@@ -213,12 +241,14 @@ class FastEmbedEmbedder(BaseEmbedder):
                 self.model_name,
             )
         try:
-            return TextEmbedding(
-                self.model_name,
-                cache_dir=str(self.cache_dir) if self.cache_dir else None,
-                local_files_only=offline,
-                **_MODEL_OPTIONS,
-            )
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", f".*{_NO_THREADS_WARNING}")
+                return TextEmbedding(
+                    self.model_name,
+                    cache_dir=str(self.cache_dir) if self.cache_dir else None,
+                    local_files_only=offline,
+                    **_MODEL_OPTIONS,
+                )
         except Exception as error:  # fastembed raises bare ValueError/OSError/HF errors
             where = (
                 "it is not cached and the Hugging Face hub cannot be reached"
@@ -237,9 +267,11 @@ class FastEmbedEmbedder(BaseEmbedder):
 
     def _load_local(self, text_embedding: Any, folder: Path) -> Any:
         try:
-            return text_embedding(
-                self.model_name, specific_model_path=str(folder), **_MODEL_OPTIONS
-            )
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", f".*{_NO_THREADS_WARNING}")
+                return text_embedding(
+                    self.model_name, specific_model_path=str(folder), **_MODEL_OPTIONS
+                )
         except FileNotFoundError as error:
             missing = Path(error.filename or "?").name
             raise EmbedderError(
