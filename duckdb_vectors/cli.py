@@ -1,4 +1,4 @@
-"""The ``duckdb-vectors`` command: a thin click layer over ``VectorStore`` and ``index_folder``.
+"""The ``duckdb-vectors`` command: a thin click layer over ``VectorStore`` and ``index_source``.
 
 Results go to stdout (``--json`` for the stable machine-readable form); progress, warnings
 and errors go to stderr. An error is one line and a non-zero exit code: 1 for a problem with
@@ -615,7 +615,7 @@ def search(
         if store.count() == 0:
             raise DuckDBVectorsError(
                 f"{store.db_path} is empty: index documents into it first"
-                f" (duckdb-vectors index FOLDER --db {store.db_path})"
+                f" (duckdb-vectors index SOURCE --db {store.db_path})"
             )
         if library is not None:
             scoped = libraries.scope(store.manifest, library, library_version)

@@ -269,7 +269,7 @@ def test_a_failed_first_run_leaves_no_index_and_an_empty_index_says_so(tmp_path:
     empty = run_cli("search", "alpha", "--db", str(db))
     assert empty.exit_code == 1
     assert empty.stderr.strip() == (
-        f"Error: {db} is empty: index documents into it first (duckdb-vectors index FOLDER"
+        f"Error: {db} is empty: index documents into it first (duckdb-vectors index SOURCE"
         f" --db {db})"
     )
 
