@@ -191,59 +191,54 @@ _SOURCE_OPTION_NAMES = (
     "delay",
 )
 _DEFAULTS = SourceOptions()
+
+
+def _eager(*names: str, **settings: Any) -> Callable[[Any], Any]:
+    """A SOURCE option: taken before ``--header``, whose callback gathers them all."""
+    return click.option(*names, is_eager=True, show_default=True, **settings)
+
+
 # What to read of a SOURCE (``sources.SourceOptions``), for the verbs that read one.
 source_options = _together(
-    click.option("--recursive/--no-recursive", default=True, show_default=True, is_eager=True),
-    click.option(
+    _eager("--recursive/--no-recursive", default=True),
+    _eager(
         "--include",
         multiple=True,
         metavar="PATTERN",
-        is_eager=True,
         help="Only files (or URL paths) matching this gitignore pattern (repeatable;"
         " 'api/**/*.md'); overrides the ignore files and the asset rules.",
     ),
-    click.option(
+    _eager(
         "--exclude",
         multiple=True,
         metavar="PATTERN",
-        is_eager=True,
         help="Leave files (or URL paths) matching this gitignore pattern out (repeatable).",
     ),
-    click.option(
-        "--include-hidden", is_flag=True, is_eager=True, help="Also read dot-files and dot-folders."
-    ),
-    click.option(
+    _eager("--include-hidden", is_flag=True, help="Also read dot-files and dot-folders."),
+    _eager(
         "--max-file-size",
         "--max-page-size",
         "max_file_size",
         type=click.FloatRange(min=0, min_open=True),
         default=DEFAULT_MAX_FILE_BYTES / 1e6,
-        show_default=True,
-        is_eager=True,
         help="Skip files (or pages) larger than this many MB.",
     ),
-    click.option(
+    _eager(
         "--max-pages",
         type=click.IntRange(min=1),
         default=_DEFAULTS.max_pages,
-        show_default=True,
-        is_eager=True,
         help="A site or llms.txt: read at most this many pages.",
     ),
-    click.option(
+    _eager(
         "--concurrency",
         type=click.IntRange(min=1, max=64),
         default=_DEFAULTS.concurrency,
-        show_default=True,
-        is_eager=True,
         help="A site: requests in flight per host.",
     ),
-    click.option(
+    _eager(
         "--delay",
         type=click.FloatRange(min=0),
         default=_DEFAULTS.delay,
-        show_default=True,
-        is_eager=True,
         help="A site: seconds between requests to one host (robots.txt's Crawl-delay if longer).",
     ),
     click.option(

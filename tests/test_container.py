@@ -950,6 +950,19 @@ def test_no_secrets_in_any_layer(image: str) -> None:
     assert files.strip() == ""
 
 
+def bake_over_the_host_network(installed: Path, cwd: Path, tag: str, *what: str) -> dict:
+    """``bake WHAT --tag TAG --network host`` (the build fetches from this machine's
+    loopback), which must succeed; its --json summary."""
+    result = run_installed(
+        installed,
+        *("bake", *what, "--tag", tag, "--json", "--network", "host"),
+        cwd=cwd,
+        DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
 @pytest.fixture(scope="module")
 def handbook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """examples/docs as the handbook/ folder of a repository tagged v1.0, served over HTTP on
@@ -977,14 +990,7 @@ def test_bake_a_git_source_fetched_by_the_build(
     source, commit = handbook
     tag = f"{PREFIX}-git"
     try:
-        result = run_installed(
-            installed,
-            *("bake", source, "--tag", tag, "--json", "--network", "host"),
-            cwd=tmp_path,
-            DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        summary = json.loads(result.stdout)
+        summary = bake_over_the_host_network(installed, tmp_path, tag, source)
         assert (summary["source"], summary["commit"], summary["verified"]) == (source, commit, True)
         assert summary["chunk_count"] == 9 and summary["source_count"] == 4
         labels = docker.from_env().images.get(tag).labels
@@ -1014,14 +1020,7 @@ def test_bake_a_bundle_of_a_folder_and_a_git_repository(
     )
     tag = f"{PREFIX}-bundle"
     try:
-        result = run_installed(
-            installed,
-            *("bake", "--bundle", str(bundle), "--tag", tag, "--json", "--network", "host"),
-            cwd=tmp_path,
-            DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        summary = json.loads(result.stdout)
+        summary = bake_over_the_host_network(installed, tmp_path, tag, "--bundle", str(bundle))
         assert summary["verified"] is True and summary["source_count"] == 8
         inspected = run_installed(installed, "inspect", tag, cwd=tmp_path).stdout
         assert "libraries   2" in inspected and "tool 1.0 (4 pages)" in inspected
@@ -1070,14 +1069,7 @@ def test_bake_an_llms_txt_fetched_by_the_build(
     server on its loopback); the image cites each page by its address and runs offline."""
     tag = f"{PREFIX}-site"
     try:
-        result = run_installed(
-            installed,
-            *("bake", served_site, "--tag", tag, "--json", "--network", "host"),
-            cwd=tmp_path,
-            DUCKDB_VECTORS_MODEL_PATH=str(STATIC_MODEL),
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        summary = json.loads(result.stdout)
+        summary = bake_over_the_host_network(installed, tmp_path, tag, served_site)
         assert (summary["source"], summary["verified"]) == (served_site, True)
         assert summary["source_count"] == 4
         labels = docker.from_env().images.get(tag).labels
