@@ -16,7 +16,7 @@ DOCS ?= examples/docs
 BACKEND ?=
 Q ?= how do retries work?
 
-.PHONY: install clients conformance oldest-duckdb demo test test-fast lint format bench clean builder image run mcp hadolint
+.PHONY: install clients conformance oldest-duckdb ray demo test test-fast lint format bench clean builder image run mcp hadolint
 
 # Every extra (the test extra pulls `all`) and the test tools, editable.
 install: $(VENV)/.installed
@@ -61,6 +61,16 @@ $(OLDEST_DUCKDB)/.installed: tests/oldest-duckdb.txt
 	chmod +x $(OLDEST_DUCKDB)/bin/duckdb
 	touch $@
 
+# Ray Data and the package (the extras examples/ray_embed_to_parquet.py imports), in a venv of
+# their own so that .venv stays light: tests/test_ray_example.py runs the example there.
+RAY_VENV := .venv-ray
+ray: $(RAY_VENV)/.installed
+
+$(RAY_VENV)/.installed: tests/ray.txt pyproject.toml
+	$(PYTHON) -m venv $(RAY_VENV)
+	$(RAY_VENV)/bin/pip install --quiet -e '.[index,parquet]' -r tests/ray.txt
+	touch $@
+
 demo: install
 	rm -f demo.duckdb quickstart.duckdb
 	$(MODEL_ENV) $(BIN)/duckdb-vectors index examples/docs --db demo.duckdb
@@ -71,7 +81,7 @@ demo: install
 # Every test, on WORKERS processes (pytest-xdist), each taking whole files: a module's fixtures
 # are built once, and the container file keeps its images and its order on one worker.
 WORKERS ?= 2
-test: install clients conformance oldest-duckdb
+test: install clients conformance oldest-duckdb ray
 	eval "$$(bash docker/engine-env.sh $(SHARED))" && \
 	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest \
 		-n $(WORKERS) --dist loadfile --no-loadscope-reorder
@@ -124,4 +134,4 @@ hadolint: install
 	$(BIN)/hadolint Dockerfile.builder Dockerfile.runtime
 
 clean:
-	rm -rf $(VENV) $(OLDEST_DUCKDB) $(CLIENTS)/node_modules $(CONFORMANCE)/node_modules .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_DUCKDB) $(RAY_VENV) $(CLIENTS)/node_modules $(CONFORMANCE)/node_modules .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache

@@ -23,16 +23,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from . import chunkers, links
-from .chunkers import (
-    SNIFF_BYTES,
-    BinaryChunker,
-    Chunker,
-    CompositeChunker,
-    decode_text,
-    default_chunker,
-)
+from .chunkers import SNIFF_BYTES, BinaryChunker, Chunker, CompositeChunker, default_chunker
 from .citations import UrlRule
 from .config import DEFAULT_MAX_FILE_BYTES
+from .document_chunks import DocumentChunking
 from .errors import SkipFile
 from .index import documents, slices
 from .index.manifest import SourceRecord
@@ -300,6 +294,9 @@ class _Run:
             if entry.problem is not None:
                 self._problem(entry.source, entry.problem)
         self.pages = links.Pages(entry.source for entry in self.to_read)
+        self.chunking = DocumentChunking(
+            self.chunker, self.pages, self.urls, self.source_prefix, self.metadata
+        )
         self.listing = hashlib.sha256("\0".join(sorted(self.pages.paths)).encode()).hexdigest()[:32]
         previous = self.previous()
         # A document's chunks depend on which pages its links name (``links.fingerprint``):
@@ -347,8 +344,9 @@ class _Run:
             if known.validators != fetched.validators:
                 self._record(source, content_hash, data, known.chunk_count, fetched)
             return []
+        url = None if self.explicit_urls else fetched.url
         try:
-            chunks = _chunk(self.chunker, data, source)
+            chunks = self.chunking.chunks(page, data, url)
         except SkipFile as reason:
             self._problem(page, Problem(str(reason), skipped=True, keep=False))
             return []
@@ -361,9 +359,7 @@ class _Run:
         else:
             self.summary.files_new += 1
         self._record(source, content_hash, data, len(chunks), fetched)
-        chunks = links.rewrite(chunks, page, self.pages, self.urls, self.source_prefix)
-        url = None if self.explicit_urls else fetched.url
-        return slices.stamp(self.urls.cite(chunks, page, url), self.metadata)
+        return chunks
 
     def _record(
         self, source: str, content_hash: str, data: bytes, chunk_count: int, fetched: Fetched
@@ -414,16 +410,6 @@ class _Run:
         )
         if problem.keep and source in self.known:
             self.keep.append(source)
-
-
-def _chunk(chunker: Chunker | BinaryChunker, data: bytes, source: str) -> list[Chunk]:
-    if isinstance(chunker, BinaryChunker):
-        chunks = chunker.chunk_bytes(data, source)
-    else:
-        chunks = chunker.chunk(decode_text(data), source)
-    if not chunks:
-        raise SkipFile("no text to index")
-    return chunks
 
 
 def _mime_type(chunker: Chunker | BinaryChunker, source: str, data: bytes) -> str:

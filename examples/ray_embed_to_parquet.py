@@ -1,12 +1,14 @@
 """Embed a document set on a Ray cluster and write the Parquet that ``index --from-parquet`` reads.
 
-The input is a docs folder (chunked by duckdb-vectors' own chunkers, so chunk ids, titles and
-metadata are those ``index PATH`` would give) or a Parquet / JSONL file of chunks already cut
-(``chunk_id``, ``text``, optionally ``title``, ``source``, ``position``, ``metadata`` as a JSON
-string). Embedding runs in a pool of Ray actors, each loading the model once; the output is one
-row per chunk: ``chunk_id, text, title, source, position, metadata, embedding`` (float32s).
+The input is a docs folder or a Parquet / JSONL file of chunks already cut (``chunk_id``,
+``text``, optionally ``title``, ``source``, ``position``, ``metadata`` as a JSON string). A
+folder's files are those ``index FOLDER`` reads, chunked as it chunks them
+(``duckdb_vectors.document_chunks.FolderChunks``), so the chunk ids, texts, titles and metadata
+are those ``index FOLDER`` writes. Embedding runs in a pool of Ray actors, each loading the
+model once; the output is one row per chunk: ``chunk_id, text, title, source, position,
+metadata, embedding`` (float32s).
 
-    pip install "ray[data]" "duckdb-vectors[parquet]"
+    pip install "ray[data]" "duckdb-vectors[index,parquet]"   # [onnx] too for a transformer
     python examples/ray_embed_to_parquet.py ./docs out/ --model-path ./models/potion
     duckdb-vectors index --from-parquet 'out/*.parquet' --db docs.duckdb \\
         --backend fastembed:minishlab/potion-multilingual-128M --model-path ./models/potion
@@ -14,13 +16,14 @@ row per chunk: ``chunk_id, text, title, source, position, metadata, embedding`` 
 Ray starts a local cluster, or joins the one ``RAY_ADDRESS`` names; on a cluster, the input,
 the output folder and ``--model-path`` must be local paths every node can read (a shared file
 system), or leave out ``--model-path`` to let each worker download the model.
-An example, not part of the package or its tests.
+tests/test_ray_example.py runs it on a Ray cluster of its own and checks that the index it
+makes equals ``index FOLDER``'s (``make ray`` installs Ray for it, in .venv-ray).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,9 +35,9 @@ import ray.data
 from ray.data import SaveMode
 
 from duckdb_vectors import get_embedder
-from duckdb_vectors.chunkers import SkipFile, default_chunker
-from duckdb_vectors.models import Chunk
-from duckdb_vectors.rows import titled_text
+from duckdb_vectors.document_chunks import FolderChunks
+from duckdb_vectors.errors import SkipFile
+from duckdb_vectors.rows import ChunkColumns, titled_text
 
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 
@@ -51,25 +54,20 @@ COLUMNS = {
 CHUNK_FILE_TYPES = {".parquet": ray.data.read_parquet, ".jsonl": ray.data.read_json}
 
 
-def file_chunks(row: dict[str, Any], root: str) -> list[dict[str, Any]]:
-    """The chunks of one file as rows; a file the chunkers cannot index gives none."""
-    source = Path(row["path"]).relative_to(root).as_posix()
-    try:  # a chunker costs ~10 µs to build: one per file is simpler than shipping one
-        chunks = default_chunker().chunk_bytes(row["bytes"], source)
-    except SkipFile:
+def file_chunks(row: dict[str, Any], folder: FolderChunks) -> list[dict[str, Any]]:
+    """The chunks of one file as rows; a file ``index`` would leave out gives none, and says
+    why on stderr as ``index`` does (Ray shows a worker's stderr on the driver's)."""
+    file = row["file"]
+    try:
+        chunks = folder.chunks(file)
+    except SkipFile as reason:
+        print(f"{file}: skipped: {reason}", file=sys.stderr)
         return []
-    return [chunk_row(chunk) for chunk in chunks]
-
-
-def chunk_row(chunk: Chunk) -> dict[str, Any]:
-    return {
-        "chunk_id": chunk.chunk_id,
-        "text": chunk.text,
-        "title": chunk.title,
-        "source": chunk.source,
-        "position": chunk.position,
-        "metadata": json.dumps(chunk.metadata),
-    }
+    except Exception as error:  # as in `index`, one bad file does not stop the run
+        print(f"{file}: failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return []
+    columns = ChunkColumns.of(chunks).columns  # metadata as JSON text, as the index stores it
+    return [{name: values[at] for name, values in columns.items()} for at in range(len(chunks))]
 
 
 class Embed:
@@ -97,10 +95,11 @@ class Embed:
 def read_chunks(source: Path) -> ray.data.Dataset:
     """Rows of chunks to embed, from a docs folder or a file of chunks."""
     if source.is_dir():
-        root = str(source.resolve())
-        extensions = sorted({extension.lstrip(".") for extension in default_chunker().extensions})
-        files = ray.data.read_binary_files(root, include_paths=True, file_extensions=extensions)
-        return files.flat_map(file_chunks, fn_kwargs={"root": root})
+        folder = FolderChunks.of(source)
+        for file, reason in folder.refused:
+            print(f"{file}: skipped: {reason}", file=sys.stderr)
+        files = ray.data.from_items([{"file": file} for file in folder.files])
+        return files.flat_map(file_chunks, fn_kwargs={"folder": folder})
     reader = CHUNK_FILE_TYPES.get(source.suffix)
     if reader is None or not source.is_file():
         raise SystemExit(f"{source}: give a docs folder, or a .parquet or .jsonl file of chunks")
@@ -141,9 +140,10 @@ def main() -> None:
     rows = sum(pq.ParquetFile(file).metadata.num_rows for file in files)
     seconds = time.monotonic() - started
     print(f"{rows} chunks in {len(files)} files under {args.output}, {seconds:.1f} s")
+    model_path = f" --model-path {args.model_path}" if args.model_path else ""
     print(
         f"next: duckdb-vectors index --from-parquet '{args.output}/*.parquet'"
-        f" --db index.duckdb --backend {args.backend}"
+        f" --db index.duckdb --backend {args.backend}{model_path}"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import signal
 import textwrap
@@ -14,6 +15,8 @@ from conftest import DEFAULT_BACKEND, DUCKDB_DOCS, EVALDATA, STATIC_MODEL, start
 from duckdb_vectors import VectorStore, chunkers, index_folder
 from duckdb_vectors.chunkers import default_chunker
 from duckdb_vectors.chunkers.pdf import NO_TEXT_LAYER
+from duckdb_vectors.document_chunks import FolderChunks
+from duckdb_vectors.errors import SkipFile
 
 PDFS = EVALDATA / "pdfs"
 
@@ -296,6 +299,33 @@ def test_build_output_assets_and_ignored_files_are_left_out(docs: Path, db_path:
             "drafts/wip.md",
             "node_modules/pkg/README.md",
         }
+
+
+def test_folder_chunks_are_what_index_writes(docs: Path, db_path: Path) -> None:
+    """A job that embeds elsewhere (examples/ray_embed_to_parquet.py, on Ray workers) cuts a
+    folder with FolderChunks: the files, chunks, links and reasons for skipping are index's."""
+    a_docs_site(docs)
+    write(docs, "faq/links.md", "# Links\n\nRetry as [the guide](../guide.md#retries) says.\n")
+    write(docs, "LICENSE", "Permission is granted, free of charge.\n")
+    (docs / "empty.md").write_text("")
+    (docs / "passwd.txt").symlink_to("/etc/passwd")
+    folder = pickle.loads(pickle.dumps(FolderChunks.of(docs)))  # as shipped to a worker
+    made, reasons = {}, dict(folder.refused)
+    for file in folder.files:
+        try:
+            made.update({chunk.chunk_id: chunk for chunk in folder.chunks(file)})
+        except SkipFile as reason:
+            reasons[file] = str(reason)
+    with open_store(db_path) as store:
+        summary = index_folder(store, docs)
+        written = {chunk.chunk_id: chunk for chunk in store.list_vectors(limit=1000)}
+    assert reasons == {p.source: p.reason for p in summary.skipped + summary.failed}
+    fields = ("text", "title", "source", "position", "metadata")
+    assert {key: [getattr(made[key], name) for name in fields] for key in made} == {
+        key: [getattr(written[key], name) for name in fields] for key in written
+    }
+    assert "[the guide](guide.md)" in made["faq/links.md#0"].text  # the link index rewrites
+    assert "LICENSE#0" in made
 
 
 def test_folders_with_prefixes_share_an_index(docs: Path, tmp_path: Path, db_path: Path) -> None:
