@@ -232,7 +232,7 @@ def summary_as_text(summary: IndexSummary) -> str:
         f" {len(summary.failed)} failed",
         f"chunks  {summary.chunks_added} added, {summary.chunks_updated} updated,"
         f" {summary.chunks_unchanged} unchanged, {summary.chunks_embedded} embedded,"
-        f" {summary.chunks_pruned} pruned",
+        f" {summary.chunks_reused} reused, {summary.chunks_pruned} pruned",
     ]
     if summary.chunks_retokenized:
         lines.append(
