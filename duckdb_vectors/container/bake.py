@@ -4,8 +4,10 @@ A folder is sent in the build context. Any other SOURCE (a ``git+https://`` URL,
 handed to the index stage as its ``SOURCE`` build argument and fetched there, at build time;
 the runtime image runs with no network, as always.
 
-1. check the inputs on the host, so bad input fails at once with one line, not in a build;
-2. build Dockerfile.runtime from the context ``context`` assembles;
+1. check the inputs on the host, so bad input fails at once with one line, not in a build
+   (a previous image, too: whether its index can be the start, see ``previous``);
+2. build Dockerfile.runtime from the context ``context`` assembles (its index stage from the
+   previous image's index, if there is one that can be);
 3. label the image (a build ``FROM`` it, no layer changes) with its manifest
    (``io.duckdb-vectors.*``) and the server entry its own MCP server describes, started as
    the Docker MCP Gateway starts it (``io.docker.server.metadata``, see ``catalog``);
