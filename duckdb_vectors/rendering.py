@@ -304,7 +304,7 @@ def bake_summary_as_text(summary: BakeSummary) -> str:
         f"index     {summary.chunk_count} chunks from {summary.source_count} sources,"
         f" {len(summary.skipped)} files skipped, {len(summary.failed)} failed",
         f"model     {summary.backend}, {summary.dimension} dimensions",
-        f"vectors   {summary.chunks_embedded} chunks embedded, {summary.chunks_reused} reused"
+        f"vectors   {summary.chunks_embedded} embedded, {summary.chunks_reused} reused"
         + (f" (the index grew from {summary.from_image[:19]})" if summary.from_image else ""),
         f"content   {summary.content_hash[:16]}",
         verified,

@@ -21,12 +21,14 @@ from test_indexer import a_docs_site, write
 
 from duckdb_vectors import Manifest, VectorStore, index_folder
 from duckdb_vectors.container import engine, previous
+from duckdb_vectors.container.bake import BakeSummary
 from duckdb_vectors.container.context import write_context
 from duckdb_vectors.container.labels import manifest_from_labels, manifest_labels
 from duckdb_vectors.embedders import fingerprint_directory
 from duckdb_vectors.errors import EngineError
 from duckdb_vectors.index.manifest import LibraryRecord
 from duckdb_vectors.index.schema import SCHEMA_VERSION
+from duckdb_vectors.rendering import bake_summary_as_text
 
 
 def members(docs: Path | None, model: Path | None = None) -> dict[str, tarfile.TarInfo]:
@@ -175,6 +177,45 @@ def test_a_previous_index_of_another_model_is_not_reused_in_one_line(
     # No previous image (the default PREVIOUS_IMAGE: an empty /app) is no news.
     in_the_index_stage(tmp_path / "empty", target, monkeypatch, DEFAULT_BACKEND, STATIC_MODEL)
     assert capsys.readouterr().err == "" and not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("from_image", "expected"),
+    [
+        (
+            "sha256:8f1c20d9a4be0123",
+            "vectors   1 embedded, 9 reused (the index grew from sha256:8f1c20d9a4be)\n",
+        ),
+        (None, "vectors   1 embedded, 9 reused\n"),
+    ],
+    ids=["from-the-previous-image", "without"],
+)
+def test_the_bake_summary_says_what_was_embedded_and_what_reused(
+    from_image: str | None, expected: str
+) -> None:
+    summary = BakeSummary(
+        tag="my-docs",
+        image_id="sha256:b234a31cf282",
+        source="./docs",
+        size_bytes=None,
+        base_image="python:3.12-slim",
+        overhead_bytes=None,
+        backend=DEFAULT_BACKEND,
+        dimension=256,
+        chunk_count=10,
+        source_count=4,
+        content_hash="056ab622a46df4d2",
+        skipped=[],
+        failed=[],
+        chunks_embedded=1,
+        chunks_reused=9,
+        from_image=from_image,
+        build_seconds=31.7,
+        verified=False,
+        cold_search_seconds=None,
+        labels={},
+    )
+    assert expected in bake_summary_as_text(summary)
 
 
 @pytest.mark.parametrize(
