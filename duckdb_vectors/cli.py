@@ -839,6 +839,7 @@ Examples:
   duckdb-vectors bake ./handbook --tag registry.example.com/handbook --json
   duckdb-vectors bake ./docs --tag my-docs --catalog-entry my-docs.catalog.yaml
   duckdb-vectors bake --bundle docs.yaml --tag team-docs   # several libraries in one image
+  duckdb-vectors bake ./docs --tag my-docs --from-image my-docs   # embeds only what changed
 """
 )
 @click.argument("source", metavar="SOURCE", required=False)
@@ -875,6 +876,13 @@ Examples:
     metavar="FILE",
     help="Also write the image's Docker MCP Gateway catalog entry (YAML) to FILE.",
 )
+@click.option(
+    "--from-image",
+    metavar="IMAGE",
+    help="Start from the index of IMAGE, an earlier bake (--tag's own image too): only chunks"
+    " whose text changed are embedded. Built with another model or index schema: said in one"
+    " line, and everything is embedded.",
+)
 @url_options
 @language_option
 @lexical_weight_option
@@ -892,6 +900,7 @@ def bake(
     no_cache: bool,
     network: str | None,
     catalog_entry: Path | None,
+    from_image: str | None,
     urls: UrlRule,
     language: str | None,
     lexical_weight: float | None,
@@ -924,6 +933,7 @@ def bake(
             language=language,
             lexical_weight=lexical_weight,
             catalog_entry=catalog_entry,
+            from_image=from_image,
         )
     except BuildError as error:  # the step's last lines, then the one-line error
         click.echo("\n".join(f"  | {line}" for line in error.log_tail), err=True)

@@ -65,7 +65,14 @@ class IndexSummary(BaseModel):
     chunks_added: int = 0
     chunks_updated: int = 0
     chunks_unchanged: int = 0
-    chunks_embedded: int = 0
+    chunks_embedded: int = Field(0, description="Chunks whose vectors this run computed.")
+    chunks_reused: int = Field(
+        0,
+        description="Chunks the source holds after the run whose vectors it did not compute:"
+        " those of unchanged documents, unchanged chunks of changed ones, and new or changed"
+        " chunks whose text the index already had a vector for (chunks_embedded + chunks_reused"
+        " = the chunks under the run's source prefix).",
+    )
     chunks_pruned: int = 0
     chunks_past_window: int = 0
     chunks_retokenized: int = 0
@@ -79,6 +86,8 @@ class IndexSummary(BaseModel):
         self.chunks_updated += stats.updated
         self.chunks_unchanged += stats.unchanged
         self.chunks_embedded += stats.embedded
+        # An index run computes every vector it does not take from the index.
+        self.chunks_reused += stats.added + stats.updated + stats.unchanged - stats.embedded
 
 
 class _WarningCollector(logging.Handler):
@@ -379,6 +388,10 @@ class _Run:
         return sum(count > 1 for count in self.windows([embedding_text(c) for c in chunks]))
 
     def finish(self) -> None:
+        # ``known`` documents have all their chunks (``documents.known``): these keep them.
+        self.summary.chunks_reused += sum(
+            self.known[source].chunk_count for source in set(self.keep)
+        )
         self.store.restamp(self.keep, self.stamp)
         self.summary.chunks_pruned = self.store.prune(self.source_prefix, self.stamp)
         documents.record(self.store.connection, self.documents, self.chunker_key, self.stamp)

@@ -232,7 +232,7 @@ def summary_as_text(summary: IndexSummary) -> str:
         f" {len(summary.failed)} failed",
         f"chunks  {summary.chunks_added} added, {summary.chunks_updated} updated,"
         f" {summary.chunks_unchanged} unchanged, {summary.chunks_embedded} embedded,"
-        f" {summary.chunks_pruned} pruned",
+        f" {summary.chunks_reused} reused, {summary.chunks_pruned} pruned",
     ]
     if summary.chunks_retokenized:
         lines.append(
@@ -304,6 +304,8 @@ def bake_summary_as_text(summary: BakeSummary) -> str:
         f"index     {summary.chunk_count} chunks from {summary.source_count} sources,"
         f" {len(summary.skipped)} files skipped, {len(summary.failed)} failed",
         f"model     {summary.backend}, {summary.dimension} dimensions",
+        f"vectors   {summary.chunks_embedded} embedded, {summary.chunks_reused} reused"
+        + (f" (the index grew from {summary.from_image[:19]})" if summary.from_image else ""),
         f"content   {summary.content_hash[:16]}",
         verified,
     ]

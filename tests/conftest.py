@@ -35,8 +35,10 @@ DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
 # The installed console script, for the tests that need a real process.
 SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 
+# The package's settings come from each test alone; the tests' own (where shared/ is, the
+# container tests' image names) stay.
 for variable in [name for name in os.environ if name.startswith("DUCKDB_VECTORS_")]:
-    if variable != "DUCKDB_VECTORS_SHARED":
+    if variable not in ("DUCKDB_VECTORS_SHARED", "DUCKDB_VECTORS_TEST_IMAGE"):
         del os.environ[variable]
 
 

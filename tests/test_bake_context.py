@@ -5,6 +5,7 @@ engine's attach frames."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import struct
 import tarfile
@@ -15,14 +16,19 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import DEFAULT_BACKEND, REPOSITORY, STATIC_MODEL, run_cli
+from conftest import DEFAULT_BACKEND, ONNX_MODEL, REPOSITORY, STATIC_MODEL, run_cli
 from test_indexer import a_docs_site, write
 
 from duckdb_vectors import Manifest, VectorStore, index_folder
-from duckdb_vectors.container import engine
+from duckdb_vectors.container import engine, previous
+from duckdb_vectors.container.bake import BakeSummary
 from duckdb_vectors.container.context import write_context
 from duckdb_vectors.container.labels import manifest_from_labels, manifest_labels
+from duckdb_vectors.embedders import fingerprint_directory
 from duckdb_vectors.errors import EngineError
+from duckdb_vectors.index.manifest import LibraryRecord
+from duckdb_vectors.index.schema import SCHEMA_VERSION
+from duckdb_vectors.rendering import bake_summary_as_text
 
 
 def members(docs: Path | None, model: Path | None = None) -> dict[str, tarfile.TarInfo]:
@@ -107,6 +113,140 @@ def test_the_git_install_and_the_refresh_argument_leave_a_folder_bake_cached() -
     refresh = lines.index('ARG REFRESH=""')
     index = next(i for i, line in enumerate(lines) if "duckdb-vectors index" in line)
     assert git < copy < refresh < index
+
+
+@pytest.fixture
+def previous_image_app(tmp_path: Path) -> Path:
+    """What a previous image holds in /app: an index of a docs folder, and its manifest.json."""
+    app = tmp_path / "app"
+    app.mkdir()
+    docs = tmp_path / "docs"
+    write(docs, "guide.md", "# Guide\n\n## Install\n\nRun pip.\n\n## Retries\n\nThree times.\n")
+    write(docs, "faq.md", "# FAQ\n\nEvery call needs an API key.\n")
+    with VectorStore(app / "vectors.duckdb", DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        index_folder(store, docs)
+        (app / "manifest.json").write_text(store.report().model_dump_json())
+    return app
+
+
+def in_the_index_stage(
+    app: Path, target: Path, monkeypatch: pytest.MonkeyPatch, backend: str, model: Path
+) -> None:
+    """The index stage's first step, with the model the stage's settings name."""
+    monkeypatch.setenv("DUCKDB_VECTORS_BACKEND", backend)
+    monkeypatch.setenv("DUCKDB_VECTORS_MODEL_PATH", str(model))
+    previous.main(app, target, bundle=False)
+
+
+def test_the_index_stage_starts_from_a_previous_index_of_its_model(
+    previous_image_app: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """Copied to where the index run writes: the docs, copied anew (as a build's COPY makes
+    them: new files, each read and hashed), embed nothing but the page that changed."""
+    target = tmp_path / "index" / "vectors.duckdb"
+    in_the_index_stage(previous_image_app, target, monkeypatch, DEFAULT_BACKEND, STATIC_MODEL)
+    assert (
+        capsys.readouterr().err
+        == f"{previous.NOTE}reused: 3 chunks; only chunks whose text changed are embedded\n"
+    )
+    copied = tmp_path / "docs-copied"
+    shutil.copytree(tmp_path / "docs", copied)
+    write(copied, "faq.md", "# FAQ\n\nEvery call needs a token.\n")
+    with VectorStore(target, DEFAULT_BACKEND, model_path=STATIC_MODEL) as store:
+        summary = index_folder(store, copied)
+    assert (summary.files_read, summary.chunks_embedded, summary.chunks_reused) == (2, 1, 2)
+
+
+def test_a_previous_index_of_another_model_is_not_reused_in_one_line(
+    previous_image_app: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    target = tmp_path / "index" / "vectors.duckdb"
+    minilm = "fastembed:sentence-transformers/all-MiniLM-L6-v2"
+    in_the_index_stage(previous_image_app, target, monkeypatch, minilm, ONNX_MODEL)
+    assert capsys.readouterr().err == (
+        f"{previous.NOTE}not reused: its vectors were made with {DEFAULT_BACKEND}, this build"
+        f" embeds with {minilm}; embedding every chunk\n"
+    )
+    assert not target.exists()
+    # No previous image (the default PREVIOUS_IMAGE: an empty /app) is no news.
+    in_the_index_stage(tmp_path / "empty", target, monkeypatch, DEFAULT_BACKEND, STATIC_MODEL)
+    assert capsys.readouterr().err == "" and not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("from_image", "expected"),
+    [
+        (
+            "sha256:8f1c20d9a4be0123",
+            "vectors   1 embedded, 9 reused (the index grew from sha256:8f1c20d9a4be)\n",
+        ),
+        (None, "vectors   1 embedded, 9 reused\n"),
+    ],
+    ids=["from-the-previous-image", "without"],
+)
+def test_the_bake_summary_says_what_was_embedded_and_what_reused(
+    from_image: str | None, expected: str
+) -> None:
+    summary = BakeSummary(
+        tag="my-docs",
+        image_id="sha256:b234a31cf282",
+        source="./docs",
+        size_bytes=None,
+        base_image="python:3.12-slim",
+        overhead_bytes=None,
+        backend=DEFAULT_BACKEND,
+        dimension=256,
+        chunk_count=10,
+        source_count=4,
+        content_hash="056ab622a46df4d2",
+        skipped=[],
+        failed=[],
+        chunks_embedded=1,
+        chunks_reused=9,
+        from_image=from_image,
+        build_seconds=31.7,
+        verified=False,
+        cold_search_seconds=None,
+        labels={},
+    )
+    assert expected in bake_summary_as_text(summary)
+
+
+@pytest.mark.parametrize(
+    ("change", "bundle", "expected"),
+    [
+        ({"model_fingerprint": "0123456789abcdef"}, False, "other model files for"),
+        ({"schema_version": SCHEMA_VERSION - 1}, False, "an older schema (version"),
+        ({"schema_version": SCHEMA_VERSION + 1}, False, "a newer schema (version"),
+        (
+            {"libraries": [LibraryRecord(name="ray", prefix="ray/")]},
+            False,
+            "it holds a bundle's libraries, and this build indexes one SOURCE",
+        ),
+        ({"libraries": [LibraryRecord(name="ray", prefix="ray/")]}, True, None),
+        ({}, False, None),
+    ],
+    ids=["model-files", "older-schema", "newer-schema", "bundle", "bundle-to-bundle", "same"],
+)
+def test_what_a_previous_index_must_share_for_its_vectors_to_be_reused(
+    change: dict, bundle: bool, expected: str | None
+) -> None:
+    fingerprint = fingerprint_directory(STATIC_MODEL)
+    built = Manifest(
+        backend=DEFAULT_BACKEND,
+        model_fingerprint=fingerprint,
+        dimension=256,
+        tokenizer="duckdb-vectors",
+        schema_version=SCHEMA_VERSION,
+    )
+    why = previous.refusal(built.model_copy(update=change), DEFAULT_BACKEND, fingerprint, bundle)
+    assert why == expected if expected is None else expected in why
 
 
 @pytest.mark.parametrize(

@@ -95,12 +95,20 @@ def test_rebuilding_a_bundle_embeds_only_what_changed_and_drops_what_is_gone(
 
         (tmp_path / "ducks/json.md").write_text("# JSON\n\nread_json reads JSON files.\n")
         changed = index_bundle(store, Bundle.read(bundle_file))
-        embedded = {run.name: run.summary.chunks_embedded for run in changed.libraries}
-        assert embedded == {"ray": 0, "duckdb": 1}
+        counts = [(r.summary.chunks_embedded, r.summary.chunks_reused) for r in changed.libraries]
+        assert counts == [(0, 2), (0, 1), (1, 1)]  # (embedded, reused): ray 2.9, 2.10, duckdb
 
-        bundle_file.write_text(BUNDLE.split("  - name: duckdb")[0])  # duckdb leaves the bundle
+        # A library whose texts another one holds takes their vectors: nothing is embedded.
+        bundle_file.write_text(
+            BUNDLE + '  - name: ray\n    version: "2.11"\n    source: pyray/2.10\n'
+        )
+        (*_, copied) = index_bundle(store, Bundle.read(bundle_file)).libraries
+        assert (copied.summary.chunks_added, copied.summary.chunks_embedded) == (1, 0)
+        assert copied.summary.chunks_reused == 1
+
+        bundle_file.write_text(BUNDLE.split("  - name: duckdb")[0])  # duckdb and 2.11 leave
         fewer = index_bundle(store, Bundle.read(bundle_file))
-        assert fewer.chunks_pruned == 2
+        assert fewer.chunks_pruned == 3
         assert [info.name for info in listed(store.manifest)] == ["ray"]
         assert not any(source.startswith("duckdb/") for source in store.sources())
         assert {record.prefix for record in store.manifest.sources} == {"ray/2.9/", "ray/2.10/"}

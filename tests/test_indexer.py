@@ -141,6 +141,28 @@ def test_a_new_chunker_re_chunks_every_file_but_embeds_only_new_text(
         assert (summary.files_changed, summary.files_unchanged) == (3, 0)
 
 
+def test_a_re_index_counts_the_vectors_it_reuses(docs: Path, db_path: Path, tmp_path: Path) -> None:
+    """Every chunk the source holds after a run is either embedded or reused: a first run
+    embeds all; after one paragraph changed, that chunk alone is embedded; a copy of the
+    folder (new files, as a build's COPY makes: each is read and hashed) embeds nothing."""
+    with open_store(db_path) as store:
+        first = index_folder(store, docs)
+        assert (first.chunks_embedded, first.chunks_reused) == (store.count(), 0)
+
+        guide = docs / "guide.md"
+        guide.write_text(guide.read_text().replace("three times", "five times"))
+        (docs / "notes.txt").rename(docs / "renamed.txt")  # new ids, known texts
+        edited = index_folder(store, docs)
+        assert (edited.chunks_embedded, edited.chunks_reused) == (1, store.count() - 1)
+        assert edited.chunks_added == 1  # the renamed file's chunk: written, not embedded
+
+        copy = tmp_path / "copy"
+        shutil.copytree(docs, copy)
+        copied = index_folder(store, copy)
+        assert (copied.files_read, copied.files_unchanged) == (3, 3)
+        assert (copied.chunks_embedded, copied.chunks_reused) == (0, store.count())
+
+
 def test_deleting_a_file_removes_its_chunks(docs: Path, db_path: Path) -> None:
     with open_store(db_path) as store:
         index_folder(store, docs)

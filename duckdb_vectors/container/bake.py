@@ -4,8 +4,10 @@ A folder is sent in the build context. Any other SOURCE (a ``git+https://`` URL,
 handed to the index stage as its ``SOURCE`` build argument and fetched there, at build time;
 the runtime image runs with no network, as always.
 
-1. check the inputs on the host, so bad input fails at once with one line, not in a build;
-2. build Dockerfile.runtime from the context ``context`` assembles;
+1. check the inputs on the host, so bad input fails at once with one line, not in a build
+   (a previous image, too: whether its index can be the start, see ``previous``);
+2. build Dockerfile.runtime from the context ``context`` assembles (its index stage from the
+   previous image's index, if there is one that can be);
 3. label the image (a build ``FROM`` it, no layer changes) with its manifest
    (``io.duckdb-vectors.*``) and the server entry its own MCP server describes, started as
    the Docker MCP Gateway starts it (``io.docker.server.metadata``, see ``catalog``);
@@ -20,26 +22,30 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import docker
 import yaml
+from docker.errors import APIError, ImageNotFound
 from pydantic import BaseModel, Field
 
 from ..bundle import Bundle, BundleSummary
 from ..citations import UrlRule
 from ..config import DEFAULT_BACKEND, DEFAULT_BASE_IMAGE, Settings
+from ..embedders import fingerprint_directory
 from ..errors import BakeError, BakeInputError, BundleError, DuckDBVectorsError
+from ..index.manifest import Manifest
 from ..index.terms import checked_language
 from ..indexer import FileProblem, IndexSummary, first_indexable_file
 from ..models import Example, IndexReport
 from ..progress import StatusLine
 from ..sources import kind_of
 from ..sources.folder import FolderSource
-from . import engine
+from . import engine, previous
 from .catalog import SERVER_METADATA_LABEL, as_yaml, server_entry, write_catalog_entry
 from .context import RUNTIME_DOCKERFILE, dockerfile_context, write_context
-from .labels import manifest_labels
+from .labels import manifest_from_labels, manifest_labels
 
 BUNDLE_IN_CONTEXT = "docs.yaml"  # a bundle's file, beside its folders in the docs folder
 MANIFEST_IN_IMAGE = "/app/manifest.json"
@@ -68,6 +74,18 @@ class BakeSummary(BaseModel):
     content_hash: str
     skipped: list[FileProblem] = Field(description="Files the index stage did not index.")
     failed: list[FileProblem]
+    chunks_embedded: int = Field(0, description="Chunks whose vectors the index stage computed.")
+    chunks_reused: int = Field(
+        0,
+        description="Chunks whose vectors it did not compute: kept from the previous image's"
+        " index (--from-image), or taken from a chunk of the same text (index --json's"
+        " chunks_reused).",
+    )
+    from_image: str | None = Field(
+        None,
+        description="The id of the --from-image image whose index the index stage started"
+        " from; None without one, or when its vectors could not be reused (stderr said why).",
+    )
     build_seconds: float
     verified: bool
     cold_search_seconds: float | None = Field(
@@ -96,6 +114,7 @@ def bake(
     language: str | None = None,
     lexical_weight: float | None = None,
     catalog_entry: str | Path | None = None,
+    from_image: str | None = None,
     status: StatusLine | None = None,
 ) -> BakeSummary:
     """Bake the documents of ``source`` into an image tagged ``tag``: a folder, or a SOURCE
@@ -109,7 +128,10 @@ def bake(
     ``catalog_entry``: a file to write the image's Docker MCP Gateway catalog entry to, once
     it is tagged. ``bundle`` (instead of ``source``): a bundle file (``bundle.Bundle``) whose
     libraries are baked together: its folders are sent in the context, its other sources
-    fetched by the build.
+    fetched by the build. ``from_image``: an earlier image of these documents (the one
+    ``tag`` names, too) whose index the build starts from, so only chunks whose text changed
+    are embedded; one built with another model or index schema is said so, in one line, and
+    every chunk is embedded.
     """
     settings = Settings.resolve(backend=backend, model_path=model_path)
     backend = settings.backend or DEFAULT_BACKEND
@@ -128,6 +150,7 @@ def bake(
     catalog_file = _checked_catalog_file(catalog_entry)
     status = status or StatusLine()
     client = engine.connect()
+    start = _previous_index(client, from_image, backend, model, bundle is not None, status)
     started = time.monotonic()
     context = write_context(docs, model, folders, files)
     try:
@@ -139,11 +162,13 @@ def bake(
             | {"BACKEND": backend, "PYTHON_IMAGE": base_image}
             | _source_buildargs(fetched)
             | bundle_buildargs
-            | _index_buildargs(urls or UrlRule(), language, lexical_weight),
+            | _index_buildargs(urls or UrlRule(), language, lexical_weight)
+            | ({"PREVIOUS_IMAGE": start.image_id} if start else {}),
             platform=platform,
             no_cache=no_cache,
             network=network,
             status=status,
+            notes=previous.NOTE,
         )
     finally:
         context.close()
@@ -198,12 +223,76 @@ def bake(
         content_hash=manifest.get("content_hash", ""),
         skipped=[problem for run in indexed for problem in run.skipped],
         failed=[problem for run in indexed for problem in run.failed],
+        chunks_embedded=sum(run.chunks_embedded for run in indexed),
+        chunks_reused=sum(run.chunks_reused for run in indexed),
+        from_image=start.image_id if start and _started_from(start, report) else None,
         build_seconds=round(build_seconds, 3),
         verified=verify,
         cold_search_seconds=None if cold_search is None else round(cold_search, 3),
         labels=all_labels,
         catalog_entry=None if catalog_file is None else str(catalog_file),
     )
+
+
+class _PreviousIndex(NamedTuple):
+    image_id: str
+    manifest: Manifest
+
+
+def _previous_index(
+    client: docker.DockerClient,
+    reference: str | None,
+    backend: str,
+    model: Path | None,
+    bundle: bool,
+    status: StatusLine,
+) -> _PreviousIndex | None:
+    """The image ``--from-image`` names, when its index can start this bake's (judged on its
+    manifest, with the model folder's hash if there is one; the build judges again with the
+    model's own files); a refusal is one line on ``status``, and the bake embeds everything."""
+    if reference is None:
+        return None
+    image_id, manifest = _checked_previous(client, reference)
+    fingerprint = fingerprint_directory(model) if model is not None else None
+    why = previous.refusal(manifest, backend, fingerprint, bundle)
+    if why is not None:
+        status.final(previous.not_reused(f"--from-image {reference}: ", why))
+        return None
+    return _PreviousIndex(image_id, manifest)
+
+
+def _checked_previous(client: docker.DockerClient, reference: str) -> tuple[str, Manifest]:
+    """The id of the image ``reference`` names and the manifest of its index, from its labels
+    (a baked image) or else its /app/manifest.json (a plain ``docker build``)."""
+    try:
+        image = client.images.get(reference)
+    except ImageNotFound:
+        raise BakeInputError(
+            f"--from-image {reference}: no such image in this engine; name an image baked"
+            " earlier (docker images lists them), or docker pull it first"
+        ) from None
+    except APIError as error:
+        raise BakeInputError(f"--from-image {reference}: {error.explanation}") from None
+    manifest = manifest_from_labels(image.labels or {})
+    if manifest is None:
+        try:
+            manifest = previous.manifest_in(engine.read_file(client, image.id, MANIFEST_IN_IMAGE))
+        except (APIError, DuckDBVectorsError):
+            manifest = None
+    if manifest is None:
+        raise BakeInputError(
+            f"--from-image {reference} holds no duckdb-vectors index (no manifest in its labels"
+            f" or at {MANIFEST_IN_IMAGE}): name an image made by bake or Dockerfile.runtime"
+        )
+    return image.id, manifest
+
+
+def _started_from(start: _PreviousIndex, report: IndexReport) -> bool:
+    """Whether the built index grew from the previous one: an index keeps the creation time
+    of its first build (``manifest.refreshed``), so only then are the two equal. Read from the
+    image, it holds also when the build's index stage came from the layer cache."""
+    built = Manifest.model_validate(report.manifest) if report.manifest else None
+    return built is not None and built.created_at == start.manifest.created_at
 
 
 def verify_image(client: docker.DockerClient, image: str, query: str) -> float:

@@ -85,9 +85,11 @@ def build(
     no_cache: bool = False,
     network: str | None = None,
     status: StatusLine | None = None,
+    notes: str | None = None,
 ) -> str:
-    """Build from a tar context; the new image's id. Progress goes to ``status``; ``network``
-    is the network of its RUN steps (``docker build --network``)."""
+    """Build from a tar context; the new image's id. Progress goes to ``status``, where the
+    output lines that start with ``notes`` stay; ``network`` is the network of its RUN steps
+    (``docker build --network``)."""
     try:
         events = client.api.build(
             fileobj=context,
@@ -102,12 +104,14 @@ def build(
             forcerm=True,
             decode=True,
         )
-        return _follow_build(events, status or StatusLine(io.StringIO(), live=False))
+        return _follow_build(events, status or StatusLine(io.StringIO(), live=False), notes)
     except APIError as error:
         raise BuildError(f"the engine refused the build: {error.explanation}", []) from None
 
 
-def _follow_build(events: Iterable[dict[str, Any]], status: StatusLine) -> str:
+def _follow_build(
+    events: Iterable[dict[str, Any]], status: StatusLine, notes: str | None = None
+) -> str:
     tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
     step, image_id = "", None
     for event in events:
@@ -123,6 +127,8 @@ def _follow_build(events: Iterable[dict[str, Any]], status: StatusLine) -> str:
                 status.final(f"{step}: {instruction}")
             elif built := _BUILT.match(line):
                 image_id = built.group(1)
+            elif notes and line.startswith(notes):
+                status.final(line)
             else:
                 status.update(f"{step}: {line}" if step else line)
     status.clear()

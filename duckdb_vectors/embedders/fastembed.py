@@ -151,7 +151,10 @@ class FastEmbedEmbedder(BaseEmbedder):
 
     def fingerprint(self) -> str | None:
         if self._fingerprint is None:
-            self._fingerprint = fingerprint_directory(self.model_directory())
+            # A model folder given is the one loaded from: hashed without loading the model.
+            given = Path(self.model_path) if self.model_path else None
+            folder = given if given and given.is_dir() else self.model_directory()
+            self._fingerprint = fingerprint_directory(folder)
         return self._fingerprint
 
     def model_directory(self) -> Path:
