@@ -34,8 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .citations import UrlRule, UrlStyle
 from .errors import BundleError, DuckDBVectorsError
 from .index.manifest import LibraryRecord
+from .index.slices import LIBRARY_KEY, VERSION_KEY
 from .indexer import IndexSummary, index_source
-from .libraries import LIBRARY_KEY, VERSION_KEY
 from .sources import SourceOptions, open_source
 from .store import VectorStore
 

@@ -14,10 +14,8 @@ from pydantic import BaseModel, Field
 
 from .errors import UnknownLibraryError
 from .index.manifest import LibraryRecord, Manifest
+from .index.slices import LIBRARY_KEY, VERSION_KEY
 from .models import SearchResult
-
-LIBRARY_KEY = "library"  # the metadata keys a bundle's chunks carry
-VERSION_KEY = "version"
 
 
 class LibraryVersion(BaseModel):
