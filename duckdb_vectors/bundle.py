@@ -206,6 +206,13 @@ def _index_library(
         )
     except DuckDBVectorsError as error:
         raise BundleError(f"library {entry.key}: {error}") from None
+    if not any(source.startswith(entry.prefix) for source in store.sources()):
+        problems = len(summary.skipped) + len(summary.failed)
+        raise BundleError(
+            f"library {entry.key}: no document of {entry.source} has text to index"
+            f" ({summary.files_seen} seen, {problems} skipped or failed); point it at its docs"
+            " (or change its include/exclude), or remove it from the bundle"
+        )
     return LibraryRun(name=entry.name, version=entry.version, summary=summary)
 
 
