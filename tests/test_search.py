@@ -82,6 +82,23 @@ def test_memory_and_sql_searchers_rank_identically(scifact_store: VectorStore, s
             assert np.allclose(from_memory.scores, from_sql.scores, rtol=1e-4, atol=1e-5)
 
 
+def test_the_snapshot_reads_a_filter_once_and_a_where_each_time(
+    scifact_store: VectorStore,
+) -> None:
+    memory, sql = searchers(scifact_store)
+    query = scifact_store.embedder.embed_query(["mitochondrial DNA"])[0]
+    filtered, where = Scope(filter={"odd": True}), Scope(where="key % 2 = 0")
+    for _ in range(2):  # the second time from the rows held
+        for scope in (filtered, where):
+            assert list(memory.vector_ranking(query, 10, scope).keys) == list(
+                sql.vector_ranking(query, 10, scope).keys
+            )
+    assert list(memory.filter_rows.held) == ['{"odd": true}']
+    for year in range(1990, 2030):  # what is held stays within its bound
+        memory.vector_ranking(query, 10, Scope(filter={"year": {"$gte": year}}))
+    assert 0 < memory.filter_rows.held_rows <= memory_index.FILTER_ROWS_HELD * len(memory)
+
+
 def test_vector_ranking_is_exact_brute_force(scifact_store: VectorStore) -> None:
     stored = scifact_store.list_vectors(limit=1000, return_data=True).vectors
     matrix = np.array([chunk.embedding for chunk in stored], dtype=np.float32)
@@ -436,6 +453,39 @@ def test_a_sql_vector_ranking_leaves_duckdbs_cache_small(tmp_path: Path) -> None
         "SELECT max(array_cosine_similarity(embedding, embedding)) FROM chunks"
     ).fetchall()
     assert cached_bytes() > 2 * SCAN_MEMORY_LIMIT
+    store.close()
+
+
+@pytest.mark.slow
+def test_a_filtered_sql_vector_ranking_past_the_scan_limit_is_answered(tmp_path: Path) -> None:
+    """A filter on metadata (a library's, say) needs working memory beside the vectors the
+    one-shot scan streams: the scan's small pool must leave room for it."""
+    vectors = np.random.default_rng(7).standard_normal((20_000, 256)).astype(np.float32)
+    store = VectorStore(tmp_path / "x.duckdb", "hashing:256", memory_index=False)
+    store.put_vectors(
+        [
+            {
+                "key": f"v{i}",
+                "data": {"float32": row},
+                # as a bundle stamps a page's chunks, with its front matter (~180 characters)
+                "metadata": {
+                    "library": f"lib{i % 20}",
+                    "version": "1.0",
+                    "title": f"Page {i // 8} of the reference, with a long title",
+                    "redirect_from": [f"/docs/old/page-{i // 8}", f"/docs/stable/page-{i // 8}"],
+                    "url": f"https://docs.example.com/lib{i % 20}/reference/page-{i // 8}.html",
+                },
+            }
+            for i, row in enumerate(vectors.tolist())
+        ]
+    )
+    searcher = SqlSearcher(store.connection, 256, store.slice_keys)
+    assert searcher.scan_pool_held_small
+    ranking = searcher.vector_ranking(vectors[21], 3, Scope(filter={"library": "lib1"}))
+    found = scalar(
+        store.connection, "SELECT chunk_id FROM chunks WHERE key = ?", [int(ranking.keys[0])]
+    )
+    assert found == "v21"
     store.close()
 
 

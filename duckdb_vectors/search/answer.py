@@ -20,7 +20,13 @@ from ..config import FusionSettings
 from ..errors import InvalidRankingSQLError, NotAnIndexError
 from ..filters import compile_filter
 from ..index import chunk_table, postings, slices
-from ..index.db import SCAN_MEMORY_LIMIT, first_line, registered, scan_buffer_pool
+from ..index.db import (
+    FILTERED_SCAN_MEMORY_LIMIT,
+    SCAN_MEMORY_LIMIT,
+    first_line,
+    registered,
+    scan_buffer_pool,
+)
 from ..index.terms import ParsedQuery
 from ..models import Chunk, SearchResult, SearchResults
 from .ranking import FusedRanking, Ranking, fuse
@@ -161,9 +167,11 @@ class SqlSearcher:
 
     def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking:
         condition, parameters = scope.condition(parameter_offset=2)
+        limit = FILTERED_SCAN_MEMORY_LIMIT if scope.has_user_sql else SCAN_MEMORY_LIMIT
+        held = scan_buffer_pool(self.connection, limit)
         # A zero vector (a text with no tokens, for some embedders) has no direction: DuckDB
         # scores it NaN, which sorts first; it scores 0, as in the in-memory index.
-        with scan_buffer_pool(self.connection) if self.scan_pool_held_small else nullcontext():
+        with held if self.scan_pool_held_small else nullcontext():
             rows = self.connection.execute(
                 "SELECT key, CASE WHEN isnan(cosine) THEN 0.0 ELSE cosine END AS similarity FROM ("
                 " SELECT key,"

@@ -12,7 +12,10 @@ are rescored with their float32 vectors, read from DuckDB by key.
 
 from __future__ import annotations
 
+import json
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -47,6 +50,11 @@ _ARROW_BATCH_ROWS = 131_072
 # What a held chunk row takes besides its text's characters, and a term in the snapshot's dict.
 _HELD_ROW_BYTES = 340
 _TERM_BYTES = 130
+# The rows of the metadata filters searched last are held, up to this many times the chunks in
+# all (8 bytes a row): a snapshot's rows of a filter never change, and an agent that searches
+# one library after another (a filter on every chunk's metadata, ~0.1 s at 100k chunks) pays
+# for each library's once.
+FILTER_ROWS_HELD = 4
 
 
 @dataclass
@@ -77,6 +85,42 @@ class _Postings:
             )
             documents = float(self.documents[searched].sum())
         return bm25_idf(frequencies.astype(np.float64), documents)
+
+
+class _FilterRows:
+    """The rows (ascending) each of the metadata filters searched last allows, read once
+    (``FILTER_ROWS_HELD``); safe to share between threads."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> None:
+        self.connection, self.keys = connection, keys
+        self.held: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.held_rows = 0
+        self.lock = threading.Lock()
+
+    def allowed(self, filter: dict[str, Any]) -> np.ndarray:
+        name = json.dumps(filter, sort_keys=True)
+        with self.lock:
+            rows = self.held.get(name)
+            if rows is not None:
+                self.held.move_to_end(name)
+                return rows
+        rows = _rows_where(self.connection, self.keys, Scope(filter=filter))
+        with self.lock:
+            if name not in self.held:
+                self.held[name] = rows
+                self.held_rows += len(rows)
+            while self.held_rows > FILTER_ROWS_HELD * len(self.keys):
+                self.held_rows -= len(self.held.popitem(last=False)[1])
+        return rows
+
+
+def _rows_where(
+    connection: duckdb.DuckDBPyConnection, keys: np.ndarray, scope: Scope
+) -> np.ndarray:
+    """The rows (ascending) of the chunks ``scope``'s SQL allows."""
+    condition, parameters = scope.condition()
+    allowed = connection.execute(chunk_table.keys_where(condition), parameters).fetchnumpy()
+    return np.searchsorted(keys, np.asarray(allowed["key"], dtype=np.int64))
 
 
 class Vectors(Protocol):
@@ -160,6 +204,7 @@ class MemoryIndex:
         postings: the BM25 inverted index.
         rows: the ``chunk_table.CHUNK_FIELDS`` columns of the chunks, each a list in key
             order (``_held_rows``); None to read them from ``connection`` per query.
+        filter_rows: the rows of the metadata filters searched last.
     """
 
     connection: duckdb.DuckDBPyConnection
@@ -167,6 +212,7 @@ class MemoryIndex:
     vectors: Vectors
     postings: _Postings
     rows: list[list[Any]] | None
+    filter_rows: _FilterRows
 
     @classmethod
     def load(
@@ -193,7 +239,7 @@ class MemoryIndex:
         if len(keys) <= RESIDENT_ROWS_LIMIT:
             rows = _held_rows(connection, keys)
             _release_cached_blocks(connection)
-        return cls(connection, keys, vectors, inverted, rows)
+        return cls(connection, keys, vectors, inverted, rows, _FilterRows(connection, keys))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -254,16 +300,19 @@ class MemoryIndex:
         ]
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
-        """The rows ``scope`` allows, ascending; None for all of them."""
-        if scope.is_everything:
-            return None
-        if not scope.has_user_sql:  # only keys, from match="all": no SQL needed
-            return np.searchsorted(self.keys, np.sort(np.asarray(scope.keys, dtype=np.int64)))
-        condition, parameters = scope.condition()
-        allowed = self.connection.execute(
-            chunk_table.keys_where(condition), parameters
-        ).fetchnumpy()["key"]
-        return np.searchsorted(self.keys, np.asarray(allowed, dtype=np.int64))
+        """The rows ``scope`` allows, ascending; None for all of them. A filter alone is
+        answered from ``filter_rows``; a ``where`` (which may call ``now()`` or ``random()``)
+        is run each time; keys (from match="all") need no SQL."""
+        if scope.filter is not None and scope.where is None:
+            rows: np.ndarray | None = self.filter_rows.allowed(scope.filter)
+        elif scope.where is not None:
+            rows = _rows_where(self.connection, self.keys, replace(scope, keys=None))
+        else:
+            rows = None
+        if scope.keys is None:
+            return rows
+        wanted = np.searchsorted(self.keys, np.sort(np.asarray(scope.keys, dtype=np.int64)))
+        return wanted if rows is None else np.intersect1d(rows, wanted, assume_unique=True)
 
     def _libraries_searched(self, scope: Scope, candidates: np.ndarray | None) -> np.ndarray | None:
         """The libraries ``scope`` holds chunks of (``candidates``: its rows), as a mask by
@@ -288,8 +337,8 @@ def estimated_bytes(
     connection: duckdb.DuckDBPyConnection, quantization: Quantization | None
 ) -> int:
     """About what loading the snapshot adds to a process at its peak: the vectors (or int8
-    codes), 8 bytes a posting, the terms, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks)
-    and one Arrow batch of vectors in flight; on the high side."""
+    codes), 8 bytes a posting, the terms, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks),
+    the filters' rows held and one Arrow batch of vectors in flight; on the high side."""
     chunks = chunk_table.count(connection)
     dimension = chunk_table.embedding_dimension(connection) or 0
     vector_width = dimension * (1 if quantization == "int8" else 4)
@@ -301,7 +350,7 @@ def estimated_bytes(
         held_rows = chunk_table.text_bytes(connection) + chunks * _HELD_ROW_BYTES
     in_flight = min(chunks, _ARROW_BATCH_ROWS) * vector_width
     return (
-        chunks * (vector_width + 16)
+        chunks * (vector_width + 16 + 8 * FILTER_ROWS_HELD)
         + posting_count * 8
         + term_count * _TERM_BYTES
         + held_rows
