@@ -61,6 +61,16 @@ def open_store(path: Path) -> VectorStore:
     return VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL)
 
 
+def stdio_client(db: Path) -> Client:
+    """An MCP client of the server over stdio, spawned as an agent's client spawns it."""
+    parameters = StdioServerParameters(
+        command=SCRIPT,
+        args=["mcp", "--db", str(db)],
+        env={"DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), "HF_HUB_OFFLINE": "1"},
+    )
+    return Client(parameters, mode="legacy", read_timeout_seconds=60)
+
+
 def test_a_bundle_indexes_each_library_as_its_own_slice(tmp_path: Path, bundle_file: Path) -> None:
     with open_store(tmp_path / "docs.duckdb") as store:
         summary = index_bundle(store, Bundle.read(bundle_file))
@@ -193,40 +203,34 @@ def test_a_bad_bundle_file_is_one_line_naming_it(tmp_path: Path, text: str, erro
     assert not (tmp_path / "x.duckdb").exists()
 
 
-def test_a_library_that_fails_names_itself_and_leaves_the_index_as_it_was(
-    tmp_path: Path, bundle_file: Path
-) -> None:
-    db = str(tmp_path / "docs.duckdb")
-    assert run_cli("index", "--bundle", str(bundle_file), "--db", db).exit_code == 0
-    before = run_cli("report", "--db", db, "--json").stdout
-    bundle_file.write_text(BUNDLE + "  - name: pandas\n    source: missing-folder\n")
-    failed = run_cli("index", "--bundle", str(bundle_file), "--db", db)
-    assert failed.exit_code == 1 and failed.stderr.count("\n") == 1
-    assert failed.stderr.startswith("Error: library pandas: ") and "missing-folder" in failed.stderr
-    assert (
-        json.loads(run_cli("report", "--db", db, "--json").stdout)["manifest"]
-        == json.loads(before)["manifest"]
-    )
-
-
-def test_an_empty_library_refuses_the_bundle_and_leaves_the_index_as_it_was(
-    tmp_path: Path, bundle_file: Path
+@pytest.mark.parametrize(
+    ("entry", "error"),
+    [
+        (
+            "{name: pandas, source: missing-folder}",
+            "Error: library pandas: {tmp}/missing-folder is not a folder; pass the folder to index",
+        ),
+        (  # a folder holding no document with text
+            "{name: images, source: images}",
+            "Error: library images: no document of {tmp}/images has text to index (1 seen, 1"
+            " skipped or failed); point it at its docs (or change its include/exclude), or"
+            " remove it from the bundle",
+        ),
+    ],
+)
+def test_a_library_that_fails_or_is_empty_refuses_the_bundle_and_leaves_the_index(
+    tmp_path: Path, bundle_file: Path, entry: str, error: str
 ) -> None:
     db = str(tmp_path / "docs.duckdb")
     assert run_cli("index", "--bundle", str(bundle_file), "--db", db).exit_code == 0
     before = run_cli("report", "--db", db, "--json").stdout
     (tmp_path / "images").mkdir()
     (tmp_path / "images/logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
-    bundle_file.write_text(BUNDLE + "  - name: images\n    source: images\n")
+    bundle_file.write_text(BUNDLE + f"  - {entry}\n")
     refused = run_cli("index", "--bundle", str(bundle_file), "--db", db)
     assert refused.exit_code == 1
-    (skipped, error) = refused.stderr.splitlines()  # the file's note, then the one error
-    assert skipped.startswith("images/logo.png: skipped: binary file")
-    assert error == (
-        f"Error: library images: no document of {tmp_path}/images has text to index (1 seen, 1"
-        " skipped or failed); point it at its docs (or change its include/exclude), or remove"
-        " it from the bundle"
-    )
+    *notes, last = refused.stderr.splitlines()  # a skipped file's note, then the one error
+    assert last == error.format(tmp=tmp_path) and not any("Error" in note for note in notes)
     assert run_cli("report", "--db", db, "--json").stdout == before
 
 
@@ -346,14 +350,9 @@ def test_a_bundle_of_one_library_keeps_the_three_tools(tmp_path: Path, bundle_fi
     db = tmp_path / "docs.duckdb"
     with open_store(db) as store:
         index_bundle(store, Bundle.read(bundle_file))
-    parameters = StdioServerParameters(
-        command=SCRIPT,
-        args=["mcp", "--db", str(db)],
-        env={"DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), "HF_HUB_OFFLINE": "1"},
-    )
 
     async def scenario() -> None:
-        async with Client(parameters, mode="legacy", read_timeout_seconds=60) as client:
+        async with stdio_client(db) as client:
             tools = [tool.name for tool in (await client.list_tools()).tools]
             assert tools == ["search", "fetch", "report"]
             assert "several libraries" not in (client.instructions or "")
@@ -503,14 +502,9 @@ def test_the_libraries_tool_lists_and_resolves_three_real_trees(
         assert sources and all(source.startswith("python/3.11/") for source in sources)
 
     if transport == "stdio":
-        parameters = StdioServerParameters(
-            command=SCRIPT,
-            args=["mcp", "--db", str(trees_index)],
-            env={"DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), "HF_HUB_OFFLINE": "1"},
-        )
 
         async def over_stdio() -> None:
-            async with Client(parameters, mode="legacy", read_timeout_seconds=60) as client:
+            async with stdio_client(trees_index) as client:
                 await scenario(client)
 
         anyio.run(over_stdio)
