@@ -459,6 +459,7 @@ def test_memory_sql_and_the_macro_rank_a_bundle_alike(trees_index: Path) -> None
         VectorStore(trees_index, read_only=True, model_path=STATIC_MODEL) as memory,
         VectorStore(trees_index, read_only=True, memory_index=False) as sql,
     ):
+        stores = (memory, sql)
         for question in questions:
             for wanted in scopes:
                 by_memory = memory.query_text(question, 10, filter=wanted)
@@ -474,6 +475,16 @@ def test_memory_sql_and_the_macro_rank_a_bundle_alike(trees_index: Path) -> None
                 ).fetchall()
                 assert [chunk_id for chunk_id, _ in rows] == [h.chunk.chunk_id for h in by_sql]
                 assert [score for _, score in rows] == pytest.approx([h.score for h in by_sql])
+                # Only the chunks with every word, scored as with any (the same statistics).
+                every = [one.query_text(question, 10, filter=wanted, match="all") for one in stores]
+                assert [h.chunk.chunk_id for h in every[0]] == [h.chunk.chunk_id for h in every[1]]
+                scores = {
+                    h.chunk.chunk_id: h.score for h in sql.query_text(question, 200, filter=wanted)
+                }
+                for found in every:
+                    assert [h.score for h in found] == pytest.approx(
+                        [scores[h.chunk.chunk_id] for h in found]
+                    )
 
 
 @pytest.mark.slow
