@@ -1,12 +1,13 @@
 """Okapi BM25's parameters and formula, owned here: as SQL (``search``, ``plain_sql``) and over
 arrays (the in-memory index).
 
-Its statistics (the number of chunks, their average length and each term's document frequency)
-are counted over each library of the index apart (``slices.library_sql``; an index without
-libraries is one), and a chunk is scored with its own library's: a library ranks the same in a
-bundle as in an index of its own, whether a search is scoped to it or not, and a word common in
-one library's docs but rare in another's weighs in each what it weighs there
-(docs/relevance.md, "Several libraries").
+In an index of several libraries (``slices.library_sql``; an index without libraries is one):
+the number of chunks and each term's document frequency are those of the libraries a search
+covers (those its filter leaves any chunk of; all of them, unscoped), and each chunk's length is
+weighed against its own library's average. Scoped to a library, a search ranks as in an index
+of that library alone; across libraries a word weighs what it weighs in all of them, not in
+the one library where it is rare (which ranked distractors first: docs/relevance.md, "Several
+libraries in one index").
 """
 
 from __future__ import annotations

@@ -138,8 +138,8 @@ def count(connection: duckdb.DuckDBPyConnection, slice_keys: list[str]) -> list[
 def library_sql(slice_keys: Sequence[str], metadata: str = "metadata") -> str:
     """The library of a chunk (its metadata column ``metadata``) as a SQL string: its name and
     version in a bundle (``ray@2.9``), ``''`` for a chunk of no library; ``''`` for every chunk,
-    without reading their metadata, when the index holds no library (``slice_keys``). BM25
-    counts its statistics over each library apart (``bm25.py``)."""
+    without reading their metadata, when the index holds no library (``slice_keys``). BM25's
+    statistics are counted by library (``bm25.py``)."""
     if LIBRARY_KEY not in slice_keys:
         return NO_LIBRARY
     name, version = _value_sql(LIBRARY_KEY, metadata), _value_sql(VERSION_KEY, metadata)
