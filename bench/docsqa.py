@@ -168,13 +168,15 @@ def document_rank(hits: Sequence[SearchResult], answers: frozenset[str]) -> int 
 def run_mode(
     store: VectorStore, search: Search, questions: list[Question], vectors: np.ndarray
 ) -> list[dict[str, Any]]:
-    """Each question asked once for DEPTH hits: its answer's rank and the search's ms."""
+    """Each question asked once for DEPTH hits: its answer's rank, the search's ms and the
+    first hit's source."""
     search(store, questions[0].text, vectors[0], DEPTH)  # warm: in-memory index, caches
     records = []
     for question, vector in zip(questions, vectors, strict=True):
         hits, elapsed = timed(search, store, question.text, vector, DEPTH)
         rank = chunk_rank(hits, question.answers)
-        records.append({"id": question.id, "rank": rank, "ms": elapsed})
+        first = hits[0].chunk.source if hits else None
+        records.append({"id": question.id, "rank": rank, "ms": elapsed, "first_source": first})
     return records
 
 

@@ -34,8 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .citations import UrlRule, UrlStyle
 from .errors import BundleError, DuckDBVectorsError
 from .index.manifest import LibraryRecord
+from .index.slices import LIBRARY_KEY, VERSION_KEY
 from .indexer import IndexSummary, index_source
-from .libraries import LIBRARY_KEY, VERSION_KEY
 from .sources import SourceOptions, open_source
 from .store import VectorStore
 
@@ -206,6 +206,13 @@ def _index_library(
         )
     except DuckDBVectorsError as error:
         raise BundleError(f"library {entry.key}: {error}") from None
+    if not any(source.startswith(entry.prefix) for source in store.sources()):
+        problems = len(summary.skipped) + len(summary.failed)
+        raise BundleError(
+            f"library {entry.key}: no document of {entry.source} has text to index"
+            f" ({summary.files_seen} seen, {problems} skipped or failed); point it at its docs"
+            " (or change its include/exclude), or remove it from the bundle"
+        )
     return LibraryRun(name=entry.name, version=entry.version, summary=summary)
 
 

@@ -440,12 +440,9 @@ def _index_bundle(
 
     with store:
         summary = index_bundle(store, bundle, name=name, options=options, progress=progress)
-        empty = store.count() == 0
-        if lexical_weight is not None and not empty:
+        if lexical_weight is not None:  # every library holds chunks (or index_bundle refused)
             store.record_lexical_weight(lexical_weight)
     _echo(summary, as_json, bundle_summary_as_text)
-    if empty:
-        raise DuckDBVectorsError(f"nothing was indexed from {name}: no library had indexable text")
 
 
 def _index_parquet(

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
 from .errors import UnknownLibraryError
 from .index.manifest import LibraryRecord, Manifest
+from .index.slices import LIBRARY_KEY, VERSION_KEY
 from .models import SearchResult
-
-LIBRARY_KEY = "library"  # the metadata keys a bundle's chunks carry
-VERSION_KEY = "version"
 
 
 class LibraryVersion(BaseModel):
@@ -138,7 +137,23 @@ class Resolved(BaseModel):
 # How much a library's name or version in the words of a request outweighs its docs matching.
 NAME_WEIGHT = 10.0
 VERSION_WEIGHT = 3.0
+RESOLVE_DEPTH = 50  # the keyword hits a resolution weighs
 _WORD = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+class KeywordSearchable(Protocol):
+    """What ``resolve_request`` reads of an index (a ``VectorStore``)."""
+
+    @property
+    def manifest(self) -> Manifest | None: ...
+
+    def query_text(self, text: str, top_k: int) -> Sequence[SearchResult]: ...
+
+
+def resolve_request(store: KeywordSearchable, request: str) -> list[Resolved]:
+    """``resolve`` of ``request`` over the ``RESOLVE_DEPTH`` best keyword hits of it across
+    all libraries (loads no model)."""
+    return resolve(store.manifest, request, store.query_text(request, RESOLVE_DEPTH))
 
 
 def resolve(

@@ -376,6 +376,11 @@ class VectorStore:
         """The metadata keys index runs stamped onto this index's chunks."""
         return self.manifest.slice_keys if self.manifest else []
 
+    @property
+    def _written_slice_keys(self) -> list[str]:
+        """``slice_keys`` and those of chunks written since the manifest was last refreshed."""
+        return sorted(set(self.slice_keys) | self._stamped_keys)
+
     def record_source(self, record: SourceRecord) -> None:
         """Record where the documents under ``record.prefix`` came from (an index run): the
         manifest lists it in place of the record of that prefix's previous source."""
@@ -602,9 +607,11 @@ class VectorStore:
             return None
         quantization = self.manifest.quantization if self.manifest else None
         if not self.settings.memory_index or not self._memory_index_fits(quantization):
-            return SqlSearcher(self._connection, self._dimension())
+            return SqlSearcher(self._connection, self._dimension(), self._written_slice_keys)
         try:
-            self._memory = MemoryIndex.load(self._connection, quantization)
+            self._memory = MemoryIndex.load(
+                self._connection, self._written_slice_keys, quantization
+            )
             if not self._transaction_depth:  # inside one, a refusal would abort it
                 evict_cached_blocks(self._connection)
         except duckdb.Error as error:  # a file damaged where no query had read yet
@@ -662,7 +669,7 @@ class VectorStore:
             vector_codes.sync(self._connection, dimension, chunk_table.embeddings)
         count, content_hash = chunk_table.content_statistics(self._connection)
         fingerprint = self._embedder.fingerprint() if self._embedder_checked else None
-        slice_keys = sorted(set(self.slice_keys) | self._stamped_keys)
+        slice_keys = self._written_slice_keys
         counts = slices.count(self._connection, slice_keys)
         # A key no chunk carries any more (its slices were pruned or deleted) is forgotten.
         slice_keys = [key for key in slice_keys if any(key in c.metadata for c in counts)]

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import textwrap
+import time
 from pathlib import Path
 
 import anyio
 import duckdb
+import httpx2
 import pytest
-from conftest import DEFAULT_BACKEND, SCRIPT, STATIC_MODEL, run_cli
+from conftest import DEFAULT_BACKEND, SCRIPT, STATIC_MODEL, http_server, run_cli
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from duckdb_vectors import VectorStore
 from duckdb_vectors.bundle import Bundle, index_bundle
@@ -55,6 +59,16 @@ def bundle_file(tmp_path: Path) -> Path:
 
 def open_store(path: Path) -> VectorStore:
     return VectorStore(path, DEFAULT_BACKEND, model_path=STATIC_MODEL)
+
+
+def stdio_client(db: Path) -> Client:
+    """An MCP client of the server over stdio, spawned as an agent's client spawns it."""
+    parameters = StdioServerParameters(
+        command=SCRIPT,
+        args=["mcp", "--db", str(db)],
+        env={"DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), "HF_HUB_OFFLINE": "1"},
+    )
+    return Client(parameters, mode="legacy", read_timeout_seconds=60)
 
 
 def test_a_bundle_indexes_each_library_as_its_own_slice(tmp_path: Path, bundle_file: Path) -> None:
@@ -173,6 +187,11 @@ def test_an_index_without_libraries_says_so_when_a_library_is_asked(tmp_path: Pa
             "libraries:\n  - {name: ray, version: '1', source: a}\n  - {name: ray, source: b}\n",
             "ray is listed with and without a version",
         ),
+        (
+            "libraries:\n  - {name: ray, version: '2.9', source: a}\n"
+            "  - {name: ray, version: '2.9', source: b}\n",
+            "ray@2.9 is listed twice; list each version once",
+        ),
         ("libraries: [\n", "docs.yaml is not valid yaml"),
         ("libraries:\n  - {name: ray, source: a, colour: red}\n", "colour: Extra inputs"),
         (
@@ -192,20 +211,35 @@ def test_a_bad_bundle_file_is_one_line_naming_it(tmp_path: Path, text: str, erro
     assert not (tmp_path / "x.duckdb").exists()
 
 
-def test_a_library_that_fails_names_itself_and_leaves_the_index_as_it_was(
-    tmp_path: Path, bundle_file: Path
+@pytest.mark.parametrize(
+    ("entry", "error"),
+    [
+        (
+            "{name: pandas, source: missing-folder}",
+            "Error: library pandas: {tmp}/missing-folder is not a folder; pass the folder to index",
+        ),
+        (  # a folder holding no document with text
+            "{name: images, source: images}",
+            "Error: library images: no document of {tmp}/images has text to index (1 seen, 1"
+            " skipped or failed); point it at its docs (or change its include/exclude), or"
+            " remove it from the bundle",
+        ),
+    ],
+)
+def test_a_library_that_fails_or_is_empty_refuses_the_bundle_and_leaves_the_index(
+    tmp_path: Path, bundle_file: Path, entry: str, error: str
 ) -> None:
     db = str(tmp_path / "docs.duckdb")
     assert run_cli("index", "--bundle", str(bundle_file), "--db", db).exit_code == 0
     before = run_cli("report", "--db", db, "--json").stdout
-    bundle_file.write_text(BUNDLE + "  - name: pandas\n    source: missing-folder\n")
-    failed = run_cli("index", "--bundle", str(bundle_file), "--db", db)
-    assert failed.exit_code == 1
-    assert failed.stderr.startswith("Error: library pandas: ") and "missing-folder" in failed.stderr
-    assert (
-        json.loads(run_cli("report", "--db", db, "--json").stdout)["manifest"]
-        == json.loads(before)["manifest"]
-    )
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images/logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    bundle_file.write_text(BUNDLE + f"  - {entry}\n")
+    refused = run_cli("index", "--bundle", str(bundle_file), "--db", db)
+    assert refused.exit_code == 1
+    *notes, last = refused.stderr.splitlines()  # a skipped file's note, then the one error
+    assert last == error.format(tmp=tmp_path) and not any("Error" in note for note in notes)
+    assert run_cli("report", "--db", db, "--json").stdout == before
 
 
 def test_a_bundle_may_be_toml(tmp_path: Path, bundle_file: Path) -> None:
@@ -324,16 +358,210 @@ def test_a_bundle_of_one_library_keeps_the_three_tools(tmp_path: Path, bundle_fi
     db = tmp_path / "docs.duckdb"
     with open_store(db) as store:
         index_bundle(store, Bundle.read(bundle_file))
-    parameters = StdioServerParameters(
-        command=SCRIPT,
-        args=["mcp", "--db", str(db)],
-        env={"DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL), "HF_HUB_OFFLINE": "1"},
-    )
 
     async def scenario() -> None:
-        async with Client(parameters, mode="legacy", read_timeout_seconds=60) as client:
+        async with stdio_client(db) as client:
             tools = [tool.name for tool in (await client.list_tools()).tools]
             assert tools == ["search", "fetch", "report"]
             assert "several libraries" not in (client.instructions or "")
 
     anyio.run(scenario)
+
+
+# -- three real docs trees ----------------------------------------------------------------------
+
+DATA = Path(__file__).resolve().parent / "data"
+TREES = {  # name: (version, folder), each a real project's docs (tests/data/*/SOURCE.md)
+    "click": ("8.1", DATA / "click-8.1.7-docs"),
+    "python": ("3.11", DATA / "python-3.11-rst"),
+    "duckdb": ("1.5", DATA / "jekyll-duckdb" / "site"),
+}
+# A question for each library, and the page of it that answers.
+ASKED = {
+    "click": ("prompt for a password option", "options.rst"),
+    "python": ("sort a list by a key function", "howto/sorting.rst"),
+    "duckdb": ("read a parquet file", "docs/current/data/parquet/overview.md"),
+}
+
+
+def write_trees_bundle(path: Path, trees: dict[str, tuple[str, Path]]) -> Path:
+    path.write_text(
+        "libraries:\n"
+        + "".join(
+            f"  - {{name: {name}, version: '{version}', source: '{folder}',"
+            f" description: The {name} docs}}\n"
+            for name, (version, folder) in trees.items()
+        )
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def trees_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The three trees indexed as a bundle, and click's and python's on their own beside it
+    (``click.duckdb``, ``python.duckdb``)."""
+    folder = tmp_path_factory.mktemp("trees")
+    bundle = write_trees_bundle(folder / "docs.yaml", TREES)
+    db = folder / "docs.duckdb"
+    built = run_cli("index", "--bundle", str(bundle), "--db", str(db))
+    assert built.exit_code == 0, built.stderr
+    for name in ("click", "python"):
+        alone = run_cli("index", str(TREES[name][1]), "--db", str(folder / f"{name}.duckdb"))
+        assert alone.exit_code == 0, alone.stderr
+    return db
+
+
+@pytest.mark.slow
+def test_three_real_trees_are_searched_one_library_at_a_time_and_across(
+    trees_index: Path,
+) -> None:
+    with VectorStore(trees_index, read_only=True, model_path=STATIC_MODEL) as store:
+        assert [(info.name, info.versions[0].pages) for info in listed(store.manifest)] == [
+            ("click", 8),
+            ("duckdb", 9),
+            ("python", 5),
+        ]
+        for name, (question, page) in ASKED.items():
+            prefix = f"{name}/{TREES[name][0]}/"
+            within = store.query(question, top_k=5, filter=scope(store.manifest, name))
+            assert within[0].chunk.source == prefix + page
+            assert all(hit.chunk.source.startswith(prefix) for hit in within)
+            across = store.query(question, top_k=10)
+            assert across[0].chunk.source == prefix + page, question
+            assert {hit.chunk.metadata["library"] for hit in across} <= set(TREES)
+    text = run_cli("search", ASKED["python"][0], "--db", str(trees_index), "--top-k", "1")
+    assert "python 3.11" in text.stdout and "howto/sorting.rst" in text.stdout
+
+
+@pytest.mark.slow
+def test_a_library_ranks_in_the_bundle_as_in_an_index_of_its_own(trees_index: Path) -> None:
+    """BM25 counts its statistics over the libraries searched, each chunk's length against its
+    own library's average: scoped to a library, the other two change nothing."""
+    questions = [question for question, _ in ASKED.values()] + ["option", "sorted key"]
+    for memory_index in (True, False):  # the in-memory index and SQL
+        for name in ("click", "python"):
+            prefix = f"{name}/{TREES[name][0]}/"
+            alone_path = trees_index.with_name(f"{name}.duckdb")
+            options = {"read_only": True, "memory_index": memory_index, "model_path": STATIC_MODEL}
+            with (
+                VectorStore(trees_index, **options) as bundle,
+                VectorStore(alone_path, **options) as alone,
+            ):
+                for question in questions:
+                    for search in ("query", "query_text"):
+                        scoped = getattr(bundle, search)(question, 10, filter={"library": name})
+                        own = getattr(alone, search)(question, 10)
+                        assert [h.chunk.source.removeprefix(prefix) for h in scoped] == [
+                            h.chunk.source for h in own
+                        ], (name, question, search)
+                        assert [h.score for h in scoped] == pytest.approx(
+                            [h.score for h in own], rel=1e-6
+                        )
+
+
+@pytest.mark.slow
+def test_memory_sql_and_the_macro_rank_a_bundle_alike(trees_index: Path) -> None:
+    questions = ["option", "parquet file", "json decoder", "sort the list", "python decorators"]
+    scopes = [None, {"library": "click"}, {"library": "python", "version": "3.11"}]
+    with (
+        VectorStore(trees_index, read_only=True, model_path=STATIC_MODEL) as memory,
+        VectorStore(trees_index, read_only=True, memory_index=False) as sql,
+    ):
+        stores = (memory, sql)
+        for question in questions:
+            for wanted in scopes:
+                by_memory = memory.query_text(question, 10, filter=wanted)
+                by_sql = sql.query_text(question, 10, filter=wanted)
+                assert [hit.chunk.chunk_id for hit in by_memory] == [
+                    hit.chunk.chunk_id for hit in by_sql
+                ], (question, wanted)
+                assert [h.score for h in by_memory] == pytest.approx([h.score for h in by_sql])
+                slice_sql = "NULL" if wanted is None else json.dumps(wanted).replace('"', "'")
+                rows = sql.connection.execute(
+                    f"SELECT chunk_id, score FROM search_text($1, k := 10, slice := {slice_sql})",
+                    [question],
+                ).fetchall()
+                assert [chunk_id for chunk_id, _ in rows] == [h.chunk.chunk_id for h in by_sql]
+                assert [score for _, score in rows] == pytest.approx([h.score for h in by_sql])
+                # Only the chunks with every word, scored as with any (the same statistics).
+                every = [one.query_text(question, 10, filter=wanted, match="all") for one in stores]
+                assert [h.chunk.chunk_id for h in every[0]] == [h.chunk.chunk_id for h in every[1]]
+                scores = {
+                    h.chunk.chunk_id: h.score for h in sql.query_text(question, 200, filter=wanted)
+                }
+                for found in every:
+                    assert [h.score for h in found] == pytest.approx(
+                        [scores[h.chunk.chunk_id] for h in found]
+                    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_libraries_tool_lists_and_resolves_three_real_trees(
+    trees_index: Path, transport: str
+) -> None:
+    async def scenario(client: Client) -> None:
+        listing = (await client.call_tool("libraries", {})).structured_content
+        assert [(info["name"], info["description"]) for info in listing["libraries"]] == [
+            ("click", "The click docs"),
+            ("duckdb", "The duckdb docs"),
+            ("python", "The python docs"),
+        ]
+        for request, expected in [
+            ("click 8.1", ("click", "8.1")),
+            ("how do I read a parquet file in duckdb", ("duckdb", "1.5")),
+            *[(question, (name, TREES[name][0])) for name, (question, _) in ASKED.items()],
+        ]:
+            answer = await client.call_tool("libraries", {"request": request})
+            assert answer.is_error is False, answer.content[0].text
+            best = answer.structured_content["resolved"][0]
+            assert (best["name"], best["version"]) == expected, request
+        found = await client.call_tool("search", {"query": "option", "library": "python"})
+        sources = {hit["source"] for hit in found.structured_content["results"]}
+        assert sources and all(source.startswith("python/3.11/") for source in sources)
+
+    if transport == "stdio":
+
+        async def over_stdio() -> None:
+            async with stdio_client(trees_index) as client:
+                await scenario(client)
+
+        anyio.run(over_stdio)
+        return
+    with http_server(trees_index) as (base, _):
+
+        async def over_http() -> None:
+            http = httpx2.AsyncClient(timeout=60)
+            transport = streamable_http_client(f"{base}/mcp", http_client=http)
+            async with Client(transport, mode="legacy") as client:
+                await scenario(client)
+
+        anyio.run(over_http)
+
+
+@pytest.mark.slow
+def test_rebuilding_three_real_trees_after_one_changed_reads_and_embeds_only_it(
+    tmp_path: Path,
+) -> None:
+    trees = {
+        name: (version, Path(shutil.copytree(folder, tmp_path / name)))
+        for name, (version, folder) in TREES.items()
+    }
+    bundle = write_trees_bundle(tmp_path / "docs.yaml", trees)
+    db = str(tmp_path / "docs.duckdb")
+    time.sleep(1.1)  # a file changed in the second before a run is read again by the next
+    assert run_cli("index", "--bundle", str(bundle), "--db", db).exit_code == 0
+    page = trees["python"][1] / "howto" / "sorting.rst"
+    page.write_text(page.read_text() + "\nSorting is stable: equal keys keep their order.\n")
+    again = run_cli("index", "--bundle", str(bundle), "--db", db, "--json")
+    runs = {run["name"]: run["summary"] for run in json.loads(again.stdout)["libraries"]}
+    assert {name: run["files_read"] for name, run in runs.items()} == {
+        "click": 0,
+        "python": 1,
+        "duckdb": 0,
+    }
+    assert {name: run["chunks_embedded"] for name, run in runs.items()} == {
+        "click": 0,
+        "python": 1,
+        "duckdb": 0,
+    }

@@ -56,8 +56,8 @@ QUERIES = [
 
 def searchers(store: VectorStore) -> tuple[MemoryIndex, SqlSearcher]:
     """The in-memory snapshot and SQL."""
-    memory = MemoryIndex.load(store.connection)
-    return memory, SqlSearcher(store.connection, 256)
+    memory = MemoryIndex.load(store.connection, store.slice_keys)
+    return memory, SqlSearcher(store.connection, 256, store.slice_keys)
 
 
 @pytest.mark.slow
@@ -80,6 +80,23 @@ def test_memory_and_sql_searchers_rank_identically(scifact_store: VectorStore, s
             from_sql = getattr(sql, rank)(argument, 20, scope)
             assert list(from_memory.keys) == list(from_sql.keys), (query, rank)
             assert np.allclose(from_memory.scores, from_sql.scores, rtol=1e-4, atol=1e-5)
+
+
+def test_the_snapshot_reads_a_filter_once_and_a_where_each_time(
+    scifact_store: VectorStore,
+) -> None:
+    memory, sql = searchers(scifact_store)
+    query = scifact_store.embedder.embed_query(["mitochondrial DNA"])[0]
+    filtered, where = Scope(filter={"odd": True}), Scope(where="key % 2 = 0")
+    for _ in range(2):  # the second time from the rows held
+        for scope in (filtered, where):
+            assert list(memory.vector_ranking(query, 10, scope).keys) == list(
+                sql.vector_ranking(query, 10, scope).keys
+            )
+    assert list(memory.filter_rows.held) == ['{"odd": true}']
+    for year in range(1990, 2030):  # what is held stays within its bound
+        memory.vector_ranking(query, 10, Scope(filter={"year": {"$gte": year}}))
+    assert 0 < memory.filter_rows.held_rows <= memory_index.FILTER_ROWS_HELD * len(memory)
 
 
 def test_vector_ranking_is_exact_brute_force(scifact_store: VectorStore) -> None:
@@ -395,7 +412,7 @@ def test_held_rows_give_back_the_chunks_and_documents_duckdb_reads(
             positions=[0, 1, None, 3, None, 5],
         )
         store.add_texts(["a later write"], ids=["later"], sources=["a.md"])
-        memory = MemoryIndex.load(store.connection)
+        memory = MemoryIndex.load(store.connection, store.slice_keys)
         assert memory.rows is not None
         keys = memory.keys[::-1]
         expected = chunk_table.by_keys(store.connection, keys)
@@ -424,7 +441,7 @@ def test_a_sql_vector_ranking_leaves_duckdbs_cache_small(tmp_path: Path) -> None
         return scalar(connection, "SELECT sum(memory_usage_bytes) FROM duckdb_memory()")
 
     limit = scalar(connection, "SELECT current_setting('memory_limit')")
-    searcher = SqlSearcher(connection, 256)
+    searcher = SqlSearcher(connection, 256, store.slice_keys)
     assert searcher.scan_pool_held_small  # 41 MB of vectors; a 5k-chunk index's stay cached
     ranking = searcher.vector_ranking(vectors[7], 3, Scope())
     found = scalar(connection, "SELECT chunk_id FROM chunks WHERE key = ?", [int(ranking.keys[0])])
@@ -439,13 +456,46 @@ def test_a_sql_vector_ranking_leaves_duckdbs_cache_small(tmp_path: Path) -> None
     store.close()
 
 
+@pytest.mark.slow
+def test_a_filtered_sql_vector_ranking_past_the_scan_limit_is_answered(tmp_path: Path) -> None:
+    """A filter on metadata (a library's, say) needs working memory beside the vectors the
+    one-shot scan streams: the scan's small pool must leave room for it."""
+    vectors = np.random.default_rng(7).standard_normal((20_000, 256)).astype(np.float32)
+    store = VectorStore(tmp_path / "x.duckdb", "hashing:256", memory_index=False)
+    store.put_vectors(
+        [
+            {
+                "key": f"v{i}",
+                "data": {"float32": row},
+                # as a bundle stamps a page's chunks, with its front matter (~180 characters)
+                "metadata": {
+                    "library": f"lib{i % 20}",
+                    "version": "1.0",
+                    "title": f"Page {i // 8} of the reference, with a long title",
+                    "redirect_from": [f"/docs/old/page-{i // 8}", f"/docs/stable/page-{i // 8}"],
+                    "url": f"https://docs.example.com/lib{i % 20}/reference/page-{i // 8}.html",
+                },
+            }
+            for i, row in enumerate(vectors.tolist())
+        ]
+    )
+    searcher = SqlSearcher(store.connection, 256, store.slice_keys)
+    assert searcher.scan_pool_held_small
+    ranking = searcher.vector_ranking(vectors[21], 3, Scope(filter={"library": "lib1"}))
+    found = scalar(
+        store.connection, "SELECT chunk_id FROM chunks WHERE key = ?", [int(ranking.keys[0])]
+    )
+    assert found == "v21"
+    store.close()
+
+
 def test_a_small_index_keeps_its_vectors_in_duckdbs_cache(tmp_path: Path) -> None:
     """Vectors smaller than the scan's pool are cached as DuckDB would: no statements spent
     holding the pool small on each query."""
     vectors = np.random.default_rng(6).standard_normal((2_000, 256)).astype(np.float32)
     store = VectorStore(tmp_path / "x.duckdb", "hashing:256", memory_index=False)
     store.put_vectors([{"key": f"v{i}", "data": {"float32": row}} for i, row in enumerate(vectors)])
-    searcher = SqlSearcher(store.connection, 256)
+    searcher = SqlSearcher(store.connection, 256, store.slice_keys)
     assert not searcher.scan_pool_held_small
     assert len(searcher.vector_ranking(vectors[3], 3, Scope()).keys) == 3
     store.close()

@@ -219,11 +219,18 @@ def memory_limited(connection: duckdb.DuckDBPyConnection, limit_bytes: int) -> I
 # DuckDB's buffer pool while a scan streams data that is used once (the vectors a snapshot
 # copies, a one-shot vector ranking): caching those blocks costs more than it saves.
 SCAN_MEMORY_LIMIT = 16 << 20
+# A scan filtered by a caller's SQL also works beside the vectors it streams (JSON functions
+# over each chunk's metadata): 16 MB ran out with a library's filter over chunks carrying their
+# pages' front matter (~180 characters of metadata), at 20k chunks as at 100k; 24 MB did not.
+FILTERED_SCAN_MEMORY_LIMIT = 64 << 20
 
 
-def scan_buffer_pool(connection: duckdb.DuckDBPyConnection) -> AbstractContextManager[None]:
-    """Hold DuckDB's buffer pool small for a scan whose blocks will not be read again soon."""
-    return memory_limited(connection, SCAN_MEMORY_LIMIT)
+def scan_buffer_pool(
+    connection: duckdb.DuckDBPyConnection, limit: int = SCAN_MEMORY_LIMIT
+) -> AbstractContextManager[None]:
+    """Hold DuckDB's buffer pool small (``limit``) for a scan whose blocks will not be read
+    again soon."""
+    return memory_limited(connection, limit)
 
 
 def evict_cached_blocks(connection: duckdb.DuckDBPyConnection) -> None:

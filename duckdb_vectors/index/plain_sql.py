@@ -26,6 +26,7 @@ from ..filters import json_path_literal
 from . import chunk_table
 from .db import scalar
 from .postings import create_word_forms
+from .slices import NO_LIBRARY, library_sql
 from .terms import DEFAULT_LANGUAGE, QUESTION_WORDS
 
 VIEW = "chunk_view"
@@ -131,7 +132,7 @@ def macro_statements(slice_keys: list[str]) -> list[str]:
     content = f"token NOT IN ({question_words})"
     joiner = _string(_JOINER)
     idf = bm25_idf_sql("m.df", "s.documents")
-    weight = bm25_weight_sql("m.tf", "c.token_count", "s.average_length", str(BM25_K1), str(BM25_B))
+    weight = bm25_weight_sql("m.tf", "c.token_count", "a.average_length", str(BM25_K1), str(BM25_B))
     tokens = f"""
 CREATE OR REPLACE MACRO {MACRO}_tokens(query) AS TABLE
 SELECT unnest(list_concat([word],
@@ -148,21 +149,36 @@ FROM (
 ) q
 LEFT JOIN word_forms f ON f.word = q.token
 """
+    library = library_sql(slice_keys)
+    sliced = "slice IS NULL OR json_contains(c.metadata, to_json(slice))"
+    searched = (  # the libraries the slice holds chunks of: BM25's statistics are theirs
+        f"SELECT {library}"
+        if library == NO_LIBRARY
+        else f"SELECT DISTINCT {library_sql(slice_keys, 'c.metadata')} FROM chunks c WHERE {sliced}"
+    )
     search = f"""
 CREATE OR REPLACE MACRO {MACRO}(query, k := {DEFAULT_K}, slice := NULL) AS TABLE
 SELECT {view_columns(slice_keys)}, best.score
 FROM (
     SELECT m.key, sum({idf} * {weight} ORDER BY m.term_id) AS score
     FROM (
-        SELECT term_id, key, tf, count(*) OVER (PARTITION BY term_id)::DOUBLE AS df
-        FROM postings
+        SELECT p.term_id, p.key, p.tf, l.library,
+            sum(CAST(l.searched AS DOUBLE)) OVER (PARTITION BY p.term_id) AS df
+        FROM postings p
+        JOIN (
+            SELECT key, {library} AS library, {library} IN ({searched}) AS searched FROM chunks
+        ) l USING (key)
         WHERE term_id IN (SELECT t.term_id FROM terms t JOIN {MACRO}_terms(query) USING (term))
     ) m
     JOIN chunks c USING (key)
+    JOIN (
+        SELECT {library} AS library, avg(token_count) AS average_length FROM chunks
+        GROUP BY library
+    ) a USING (library)
     CROSS JOIN (
-        SELECT count(*)::DOUBLE AS documents, avg(token_count) AS average_length FROM chunks
+        SELECT count(*)::DOUBLE AS documents FROM chunks WHERE {library} IN ({searched})
     ) s
-    WHERE slice IS NULL OR json_contains(c.metadata, to_json(slice))
+    WHERE {sliced}
     GROUP BY m.key
     ORDER BY score DESC, m.key
     LIMIT k

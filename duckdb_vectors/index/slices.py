@@ -22,6 +22,9 @@ from ..models import Chunk
 from . import chunk_table
 
 RESERVED_KEYS = frozenset({URL_KEY})  # written by the index run itself
+LIBRARY_KEY = "library"  # the slice keys a bundle's chunks carry (``bundle.py``)
+VERSION_KEY = "version"
+NO_LIBRARY = "''"  # ``library_sql`` of every chunk of an index without libraries
 
 
 class SliceCount(BaseModel):
@@ -132,5 +135,16 @@ def count(connection: duckdb.DuckDBPyConnection, slice_keys: list[str]) -> list[
     ]
 
 
-def _value_sql(key: str) -> str:
-    return f"json_extract_string(metadata, {json_path_literal(key)})"
+def library_sql(slice_keys: Sequence[str], metadata: str = "metadata") -> str:
+    """The library of a chunk (its metadata column ``metadata``) as a SQL string: its name and
+    version in a bundle (``ray@2.9``), ``''`` for a chunk of no library; ``''`` for every chunk,
+    without reading their metadata, when the index holds no library (``slice_keys``). BM25's
+    statistics are counted by library (``bm25.py``)."""
+    if LIBRARY_KEY not in slice_keys:
+        return NO_LIBRARY
+    name, version = _value_sql(LIBRARY_KEY, metadata), _value_sql(VERSION_KEY, metadata)
+    return f"coalesce({name} || coalesce('@' || {version}, ''), '')"
+
+
+def _value_sql(key: str, metadata: str = "metadata") -> str:
+    return f"json_extract_string({metadata}, {json_path_literal(key)})"

@@ -7,6 +7,7 @@ load: right for a one-shot process); ``memory_index.MemoryIndex`` answers from a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
@@ -18,8 +19,14 @@ from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight_sql
 from ..config import FusionSettings
 from ..errors import InvalidRankingSQLError, NotAnIndexError
 from ..filters import compile_filter
-from ..index import chunk_table, postings
-from ..index.db import SCAN_MEMORY_LIMIT, first_line, registered, scan_buffer_pool
+from ..index import chunk_table, postings, slices
+from ..index.db import (
+    FILTERED_SCAN_MEMORY_LIMIT,
+    SCAN_MEMORY_LIMIT,
+    first_line,
+    registered,
+    scan_buffer_pool,
+)
 from ..index.terms import ParsedQuery
 from ..models import Chunk, SearchResult, SearchResults
 from .ranking import FusedRanking, Ranking, fuse
@@ -140,10 +147,13 @@ class Searcher(Protocol):
 
 @dataclass
 class SqlSearcher:
-    """Rankings computed by DuckDB on each query; exact, and nothing is loaded up front."""
+    """Rankings computed by DuckDB on each query; exact, and nothing is loaded up front.
+    ``slice_keys`` are the index's (its manifest's): whether its chunks have libraries, whose
+    BM25 statistics are their own."""
 
     connection: duckdb.DuckDBPyConnection
     dimension: int
+    slice_keys: Sequence[str]
     layout: postings.Layout = field(init=False)
     scan_pool_held_small: bool = field(init=False)
 
@@ -157,9 +167,11 @@ class SqlSearcher:
 
     def vector_ranking(self, query: np.ndarray, depth: int, scope: Scope) -> Ranking:
         condition, parameters = scope.condition(parameter_offset=2)
+        limit = FILTERED_SCAN_MEMORY_LIMIT if scope.has_user_sql else SCAN_MEMORY_LIMIT
+        held = scan_buffer_pool(self.connection, limit)
         # A zero vector (a text with no tokens, for some embedders) has no direction: DuckDB
         # scores it NaN, which sorts first; it scores 0, as in the in-memory index.
-        with scan_buffer_pool(self.connection) if self.scan_pool_held_small else nullcontext():
+        with held if self.scan_pool_held_small else nullcontext():
             rows = self.connection.execute(
                 "SELECT key, CASE WHEN isnan(cosine) THEN 0.0 ELSE cosine END AS similarity FROM ("
                 " SELECT key,"
@@ -174,23 +186,33 @@ class SqlSearcher:
         if not terms:
             return Ranking.empty()
         condition, parameters = scope.condition(parameter_offset=4)
+        library = slices.library_sql(self.slice_keys)
         rows = self.connection.execute(
             f"""
-            WITH statistics AS (
-                SELECT count(*)::DOUBLE AS documents, avg(token_count) AS average_length
-                FROM chunks),
-            term_postings AS (SELECT * FROM {self.layout.of_terms("$1::VARCHAR[]")}),
+            WITH libraries AS (SELECT key, {library} AS library, token_count FROM chunks),
+            searched AS ({self._libraries_searched(scope, library)}),
+            lengths AS (
+                SELECT library, avg(token_count) AS average_length
+                FROM libraries GROUP BY library),
+            collection AS (
+                SELECT count(*)::DOUBLE AS documents FROM libraries
+                WHERE library IN (SELECT library FROM searched)),
+            term_postings AS (
+                SELECT p.term_id, p.key, p.tf, l.library
+                FROM {self.layout.of_terms("$1::VARCHAR[]")} p JOIN libraries l USING (key)),
             frequencies AS (
-                SELECT term_id, count(*)::DOUBLE AS df FROM term_postings GROUP BY term_id),
+                SELECT term_id, count(*)::DOUBLE AS df FROM term_postings
+                WHERE library IN (SELECT library FROM searched) GROUP BY term_id),
             scored AS (
                 SELECT p.key,
                     sum({bm25_idf_sql("f.df", "s.documents")}
-                        * {bm25_weight_sql("p.tf", "c.token_count", "s.average_length", "$2", "$3")}
+                        * {bm25_weight_sql("p.tf", "c.token_count", "l.average_length", "$2", "$3")}
                     ) AS score
                 FROM term_postings p
                 JOIN frequencies f USING (term_id)
+                JOIN lengths l USING (library)
                 JOIN chunks c USING (key)
-                CROSS JOIN statistics s
+                CROSS JOIN collection s
                 WHERE {condition}
                 GROUP BY p.key)
             SELECT key, score FROM scored ORDER BY score DESC, key LIMIT $4
@@ -198,6 +220,18 @@ class SqlSearcher:
             [terms, BM25_K1, BM25_B, depth + TIE_SLACK, *parameters],
         ).fetchall()
         return _ranking(rows, depth)
+
+    @staticmethod
+    def _libraries_searched(scope: Scope, library: str) -> str:
+        """A query of the libraries (column ``library``) ``scope`` holds chunks of, in
+        ``lexical_ranking``'s statement: BM25's statistics are theirs. The keys a search
+        narrows it to (``match="all"``) do not count; an index of no libraries has one."""
+        if library == slices.NO_LIBRARY:
+            return f"SELECT {library} AS library"
+        if not scope.has_user_sql:
+            return "SELECT DISTINCT library FROM libraries"
+        condition, _ = replace(scope, keys=None).condition(parameter_offset=4)
+        return f"SELECT DISTINCT {library} AS library FROM chunks WHERE {condition}"
 
     def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
         wanted = list(dict.fromkeys(terms))

@@ -12,19 +12,22 @@ are rescored with their float32 vectors, read from DuckDB by key.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import duckdb
 import numpy as np
 
-from ..bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight
+from ..bm25 import BM25_B, BM25_K1, bm25_idf, bm25_weight
 from ..config import Quantization
 from ..errors import NotAnIndexError
-from ..index import chunk_table, postings, vector_codes
-from ..index.db import numpy_batches, registered, scalar, scan_buffer_pool
+from ..index import chunk_table, postings, slices, vector_codes
+from ..index.db import numpy_batches, scalar, scan_buffer_pool
 from ..models import Chunk
 from .answer import Scope
 from .quantization import Int8Vectors
@@ -47,18 +50,77 @@ _ARROW_BATCH_ROWS = 131_072
 # What a held chunk row takes besides its text's characters, and a term in the snapshot's dict.
 _HELD_ROW_BYTES = 340
 _TERM_BYTES = 130
+# The rows of the metadata filters searched last are held, up to this many times the chunks in
+# all (8 bytes a row): a snapshot's rows of a filter never change, and an agent that searches
+# one library after another (a filter on every chunk's metadata: 0.2-0.3 s at 100k chunks on
+# a busy 2-core machine) pays for each library's once.
+FILTER_ROWS_HELD = 4
 
 
 @dataclass
 class _Postings:
     """BM25 inverted index: the term with id ``t`` has rows ``rows[offsets[t]:offsets[t+1]]``
-    (arrays indexed by term id)."""
+    (arrays indexed by term id). ``library`` numbers each row's library (0 to one less than
+    ``len(documents)``; see ``bm25.py``)."""
 
     term_ids: dict[str, int]  # the terms that have postings
     offsets: np.ndarray
     rows: np.ndarray
-    weights: np.ndarray  # the BM25 term-frequency part, without idf
-    idf: np.ndarray
+    weights: np.ndarray  # the BM25 term-frequency part (each library's average length), no idf
+    library: np.ndarray  # by row
+    documents: np.ndarray  # by library: its chunks
+
+    def idf(self, starts: list[int], ends: list[int], searched: np.ndarray | None) -> np.ndarray:
+        """The idf of each term (with postings ``starts[i]:ends[i]``) over the libraries
+        ``searched`` (a mask by library; None: all)."""
+        if searched is None:
+            frequencies = np.subtract(ends, starts)
+            documents = float(len(self.library))
+        else:
+            frequencies = np.array(
+                [
+                    np.count_nonzero(searched[self.library[self.rows[start:end]]])
+                    for start, end in zip(starts, ends, strict=True)
+                ]
+            )
+            documents = float(self.documents[searched].sum())
+        return bm25_idf(frequencies.astype(np.float64), documents)
+
+
+class _FilterRows:
+    """The rows (ascending) each of the metadata filters searched last allows, read once
+    (``FILTER_ROWS_HELD``); safe to share between threads."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> None:
+        self.connection, self.keys = connection, keys
+        self.held: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.held_rows = 0
+        self.lock = threading.Lock()
+
+    def allowed(self, filter: dict[str, Any]) -> np.ndarray:
+        name = json.dumps(filter, sort_keys=True)
+        with self.lock:
+            rows = self.held.get(name)
+            if rows is not None:
+                self.held.move_to_end(name)
+                return rows
+        rows = _rows_where(self.connection, self.keys, Scope(filter=filter))
+        with self.lock:
+            if name not in self.held:
+                self.held[name] = rows
+                self.held_rows += len(rows)
+            while self.held_rows > FILTER_ROWS_HELD * len(self.keys):
+                self.held_rows -= len(self.held.popitem(last=False)[1])
+        return rows
+
+
+def _rows_where(
+    connection: duckdb.DuckDBPyConnection, keys: np.ndarray, scope: Scope
+) -> np.ndarray:
+    """The rows (ascending) of the chunks ``scope``'s SQL allows."""
+    condition, parameters = scope.condition()
+    allowed = connection.execute(chunk_table.keys_where(condition), parameters).fetchnumpy()
+    return np.searchsorted(keys, np.asarray(allowed["key"], dtype=np.int64))
 
 
 class Vectors(Protocol):
@@ -142,6 +204,7 @@ class MemoryIndex:
         postings: the BM25 inverted index.
         rows: the ``chunk_table.CHUNK_FIELDS`` columns of the chunks, each a list in key
             order (``_held_rows``); None to read them from ``connection`` per query.
+        filter_rows: the rows of the metadata filters searched last.
     """
 
     connection: duckdb.DuckDBPyConnection
@@ -149,18 +212,24 @@ class MemoryIndex:
     vectors: Vectors
     postings: _Postings
     rows: list[list[Any]] | None
+    filter_rows: _FilterRows
 
     @classmethod
     def load(
-        cls, connection: duckdb.DuckDBPyConnection, quantization: Quantization | None = None
+        cls,
+        connection: duckdb.DuckDBPyConnection,
+        slice_keys: Sequence[str],
+        quantization: Quantization | None = None,
     ) -> MemoryIndex:
-        """The snapshot of what ``connection`` sees."""
-        core = chunk_table.lengths(connection)
+        """The snapshot of what ``connection`` sees (an index with ``slice_keys``)."""
+        core = chunk_table.lengths(connection, slices.library_sql(slice_keys))
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
+        library = np.asarray(core["library"], dtype=np.int32)
         # The postings (sorts and joins in older layouts) load before the vectors' scan holds
         # the database's buffer pool small.
-        inverted = _load_postings(connection, postings.Layout.of(connection), keys, lengths)
+        layout = postings.Layout.of(connection)
+        inverted = _load_postings(connection, layout, keys, lengths, library)
         _release_cached_blocks(connection)
         vectors = (QuantizedVectors if quantization == "int8" else Float32Vectors).load(
             connection, keys
@@ -170,7 +239,7 @@ class MemoryIndex:
         if len(keys) <= RESIDENT_ROWS_LIMIT:
             rows = _held_rows(connection, keys)
             _release_cached_blocks(connection)
-        return cls(connection, keys, vectors, inverted, rows)
+        return cls(connection, keys, vectors, inverted, rows, _FilterRows(connection, keys))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -189,13 +258,14 @@ class MemoryIndex:
             return Ranking.empty()
         starts, ends = postings.offsets[ids].tolist(), postings.offsets[ids + 1].tolist()
         spans = [slice(start, end) for start, end in zip(starts, ends, strict=True)]
+        candidates = self._candidate_rows(scope)
+        idf = postings.idf(starts, ends, self._libraries_searched(scope, candidates))
         rows = np.concatenate([postings.rows[span] for span in spans])
         weights = np.concatenate([postings.weights[span] for span in spans]) * np.repeat(
-            postings.idf[ids], np.subtract(ends, starts)
+            idf, np.subtract(ends, starts)
         )
         scores = np.bincount(rows, weights=weights, minlength=len(self.keys))
         matched = np.flatnonzero(scores)
-        candidates = self._candidate_rows(scope)
         if candidates is not None:
             matched = np.intersect1d(matched, candidates, assume_unique=True)
         return self._top(matched, scores[matched], depth)
@@ -230,16 +300,31 @@ class MemoryIndex:
         ]
 
     def _candidate_rows(self, scope: Scope) -> np.ndarray | None:
-        """The rows ``scope`` allows, ascending; None for all of them."""
-        if scope.is_everything:
+        """The rows ``scope`` allows, ascending; None for all of them. A filter alone is
+        answered from ``filter_rows``; a ``where`` (which may call ``now()`` or ``random()``)
+        is run each time; keys (from match="all") need no SQL."""
+        if scope.filter is not None and scope.where is None:
+            rows: np.ndarray | None = self.filter_rows.allowed(scope.filter)
+        elif scope.where is not None:
+            rows = _rows_where(self.connection, self.keys, replace(scope, keys=None))
+        else:
+            rows = None
+        if scope.keys is None:
+            return rows
+        wanted = np.searchsorted(self.keys, np.sort(np.asarray(scope.keys, dtype=np.int64)))
+        return wanted if rows is None else np.intersect1d(rows, wanted, assume_unique=True)
+
+    def _libraries_searched(self, scope: Scope, candidates: np.ndarray | None) -> np.ndarray | None:
+        """The libraries ``scope`` holds chunks of (``candidates``: its rows), as a mask by
+        library; None for all of them. The keys a search narrows it to (``match="all"``) do
+        not count: BM25's statistics are those of the libraries searched."""
+        libraries = len(self.postings.documents)
+        if libraries <= 1 or not scope.has_user_sql:
             return None
-        if not scope.has_user_sql:  # only keys, from match="all": no SQL needed
-            return np.searchsorted(self.keys, np.sort(np.asarray(scope.keys, dtype=np.int64)))
-        condition, parameters = scope.condition()
-        allowed = self.connection.execute(
-            chunk_table.keys_where(condition), parameters
-        ).fetchnumpy()["key"]
-        return np.searchsorted(self.keys, np.asarray(allowed, dtype=np.int64))
+        if scope.keys is not None:
+            candidates = self._candidate_rows(replace(scope, keys=None))
+        held = np.bincount(self.postings.library[candidates], minlength=libraries) > 0
+        return None if held.all() else held
 
     def _top(self, rows: np.ndarray | None, scores: np.ndarray, depth: int) -> Ranking:
         """The ``depth`` best of ``scores`` (for ``rows``, or all rows if None), ties by key."""
@@ -252,8 +337,8 @@ def estimated_bytes(
     connection: duckdb.DuckDBPyConnection, quantization: Quantization | None
 ) -> int:
     """About what loading the snapshot adds to a process at its peak: the vectors (or int8
-    codes), 8 bytes a posting, the terms, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks)
-    and one Arrow batch of vectors in flight; on the high side."""
+    codes), 8 bytes a posting, the terms, the rows held (up to ``RESIDENT_ROWS_LIMIT`` chunks),
+    the filters' rows held and one Arrow batch of vectors in flight; on the high side."""
     chunks = chunk_table.count(connection)
     dimension = chunk_table.embedding_dimension(connection) or 0
     vector_width = dimension * (1 if quantization == "int8" else 4)
@@ -265,7 +350,7 @@ def estimated_bytes(
         held_rows = chunk_table.text_bytes(connection) + chunks * _HELD_ROW_BYTES
     in_flight = min(chunks, _ARROW_BATCH_ROWS) * vector_width
     return (
-        chunks * (vector_width + 16)
+        chunks * (vector_width + 16 + 8 * FILTER_ROWS_HELD)
         + posting_count * 8
         + term_count * _TERM_BYTES
         + held_rows
@@ -342,10 +427,12 @@ def _load_postings(
     layout: postings.Layout,
     keys: np.ndarray,
     lengths: np.ndarray,
+    library: np.ndarray,
 ) -> _Postings:
     """The inverted index (8 bytes a posting), read in storage order, which is mostly term
     order (``postings.compact_if_unordered``): a batch out of order is sorted by term first,
-    so nothing the size of the table is sorted or held twice."""
+    so nothing the size of the table is sorted or held twice. ``library`` numbers each row's
+    library (0, 1 ...)."""
     document_frequency = postings.document_frequencies(connection, layout)
     offsets = np.concatenate([[0], np.cumsum(document_frequency, dtype=np.int64)])
     next_free = offsets[:-1].copy()
@@ -353,7 +440,12 @@ def _load_postings(
     weights = np.empty(offsets[-1], dtype=np.float32)
     row_of = _row_finder(keys)
     lengths32 = lengths.astype(np.float32)
-    average_length = float(lengths.mean()) if len(lengths) else 1.0
+    documents = np.bincount(library).astype(np.float64)
+    # Each library's mean as numpy takes it of one array (as DuckDB's avg: exact for counts).
+    averages = np.array(
+        [lengths[library == number].mean() for number in range(len(documents))] or [1.0],
+        dtype=np.float32,
+    )
     for batch in postings.in_storage_order(connection, layout):
         term_ids, batch_keys, tf = batch["term_id"], batch["key"], batch["tf"]
         if np.any(term_ids[1:] < term_ids[:-1]):
@@ -362,10 +454,11 @@ def _load_postings(
         batch_rows = row_of(batch_keys)
         place = _claim_positions(term_ids, next_free)
         rows[place] = batch_rows
-        weights[place] = bm25_weight(tf, lengths32[batch_rows], average_length, BM25_K1, BM25_B)
-    idf = _bm25_idf(connection, document_frequency, len(keys))
+        weights[place] = bm25_weight(
+            tf, lengths32[batch_rows], averages[library[batch_rows]], BM25_K1, BM25_B
+        )
     term_ids = postings.term_ids_with_postings(connection, layout, document_frequency)
-    return _Postings(term_ids, offsets, rows, weights, idf)
+    return _Postings(term_ids, offsets, rows, weights, library, documents)
 
 
 def _claim_positions(term_ids: np.ndarray, next_free: np.ndarray) -> slice | np.ndarray:
@@ -405,19 +498,6 @@ def _held_rows(connection: duckdb.DuckDBPyConnection, keys: np.ndarray) -> list[
             values = batch[name].tolist()
             column += [shared.setdefault(v, v) for v in values] if name in _REPEATING else values
     return columns
-
-
-def _bm25_idf(
-    connection: duckdb.DuckDBPyConnection, document_frequency: np.ndarray, documents: int
-) -> np.ndarray:
-    with registered(connection, "term_frequencies", {"df": document_frequency}):
-        return np.asarray(
-            connection.execute(
-                f"SELECT {bm25_idf_sql('df', '$1')} AS idf FROM term_frequencies",
-                [float(documents)],
-            ).fetchnumpy()["idf"],
-            dtype=np.float64,
-        )
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -40,7 +40,7 @@ from ..fetching import Fetched, Neighbours, Offset, fetch, render
 from ..index.db import first_line
 from ..index.manifest import package_version
 from ..inputs import argument_error
-from ..libraries import LibraryInfo, Resolved, document_id, listed, resolve, scope
+from ..libraries import LibraryInfo, Resolved, document_id, listed, resolve_request, scope
 from ..models import IndexReport
 from ..rendering import MIN_MAX_TOKENS, SearchOutput, report_as_text
 from ..search.answer import Match
@@ -62,7 +62,6 @@ READ_ONLY = ToolAnnotations(
 # (catalogs and caches keep it); an index of several libraries lists ``libraries`` first.
 CORE_TOOLS = ("search", "fetch", "report")
 TOOL_ORDER = ("libraries", *CORE_TOOLS)
-RESOLVE_DEPTH = 50  # the keyword hits a library resolution weighs
 # How long a client may reuse answers about an index that cannot change while served: a day,
 # the most the MCP SDKs honour.
 IMMUTABLE_TTL_MS = 24 * 60 * 60 * 1000
@@ -336,15 +335,13 @@ def build_server(
         def libraries_tool(
             request: LibraryRequest = None,
         ) -> Annotated[CallToolResult, LibraryList]:
-            manifest = server.store.manifest
             if request is None or not request.strip():
-                answer = LibraryList(libraries=listed(manifest))
+                answer = LibraryList(libraries=listed(server.store.manifest))
             else:
                 try:
-                    hits = server.store.query_text(request, RESOLVE_DEPTH)
+                    answer = LibraryList(resolved=resolve_request(server.store, request))
                 except Exception as error:
                     raise ToolError(first_line(error)) from None
-                answer = LibraryList(resolved=resolve(manifest, request, hits))
             return _tool_result(answer.as_text(), answer)
 
     @server.tool(title="Describe the index", annotations=READ_ONLY)
