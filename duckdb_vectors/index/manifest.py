@@ -14,8 +14,9 @@ from pydantic import BaseModel, Field, ValidationError
 from ..config import Quantization
 from ..errors import NotAnIndexError
 from .db import scalar
+from .languages import Languages
 from .schema import SCHEMA_VERSION
-from .slices import SliceCount
+from .slices import SliceCount, library_key
 from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME
 
 
@@ -47,6 +48,14 @@ class LibraryRecord(BaseModel):
     version: str | None = None
     description: str | None = None
     prefix: str
+    language: str | None = Field(
+        None, description="The Snowball language of its words; None: the index's (language)."
+    )
+
+    @property
+    def key(self) -> str:
+        """The library as its chunks name it (``slices.library_key``): ``ray@2.9``."""
+        return library_key(self.name, self.version)
 
 
 class Manifest(BaseModel):
@@ -88,6 +97,10 @@ class Manifest(BaseModel):
     package_version: str = Field(default_factory=lambda: package_version())
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     built_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    def languages(self) -> Languages:
+        """The language each library's words are read in (``index.languages``)."""
+        return Languages.of(self.language, ((one.key, one.language) for one in self.libraries))
 
 
 def package_version() -> str:
