@@ -475,6 +475,7 @@ OUTSIDE = [
     "~/.ssh/id_rsa",
     "..\\..\\windows\\win.ini",
     "docs/0.md\x00../../etc/passwd",
+    "docs/0.md\n../../etc/passwd",  # found by fuzzing: the SDK's error had the newline
 ]
 
 
