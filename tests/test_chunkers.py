@@ -147,6 +147,22 @@ def test_pdfs_that_cannot_be_indexed_say_why(name: str, reason: str) -> None:
         PdfChunker().chunk_bytes((EVALDATA / "pdfs" / name).read_bytes(), name)
 
 
+# A PDF encrypted by another security handler than Standard, the one pypdf reads: found by
+# fuzzing (tests/fuzz, target pdf), where pypdf's NotImplementedError escaped the chunker.
+OTHER_HANDLER_PDF = (
+    b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
+    b"2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n"
+    b"xref\n0 3\n0000000000 65535 f \n0000000009 00000 n \n0000000058 00000 n \n"
+    b"trailer << /Size 3 /Root 1 0 R /Encrypt << /Filter /FOPN_foweb /V 1 >> /ID [<00> <00>] >>"
+    b"\nstartxref\n110\n%%EOF\n"
+)
+
+
+def test_a_pdf_encrypted_by_a_handler_pypdf_lacks_is_skipped_saying_why() -> None:
+    with pytest.raises(SkipFile, match="not a readable PDF: only Standard PDF encryption"):
+        PdfChunker().chunk_bytes(OTHER_HANDLER_PDF, "locked.pdf")
+
+
 @pytest.mark.parametrize(
     ("source", "head", "expected"),
     [

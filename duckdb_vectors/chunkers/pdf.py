@@ -46,7 +46,8 @@ class PdfChunker:
             total_pages = len(reader.pages)
         except SkipFile:
             raise
-        except (PyPdfError, ValueError, KeyError, TypeError, OSError) as error:
+        # NotImplementedError: encrypted by a security handler pypdf lacks (not Standard).
+        except (PyPdfError, ValueError, KeyError, TypeError, OSError, NotImplementedError) as error:
             raise SkipFile(f"not a readable PDF: {_first_line(error)}") from error
         readable = [(number, text) for number, text in enumerate(pages, 1) if _is_readable(text)]
         if not readable:
