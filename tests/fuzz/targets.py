@@ -4,6 +4,7 @@ as a user's file or an agent's argument would reach it. ``harness`` judges the o
 from __future__ import annotations
 
 import atexit
+import json
 import shutil
 import tempfile
 from functools import cache
@@ -307,10 +308,8 @@ async def mcp_call(tool: str, arguments: Any) -> None:
     """One call through a real client session with the server (over memory streams)."""
     async with Client(mcp_server()) as client:
         if tool == "resource":
-            # The SDK's client refuses to send a URI it cannot encode (lone surrogates).
-            uri = str(arguments).encode("utf-8", "replace").decode()
             try:
-                await client.read_resource(uri)
+                await client.read_resource(str(arguments))
             except MCPError as error:  # the server's error reply: it must say what is wrong
                 check_message(error)
         else:
@@ -333,4 +332,11 @@ def mcp(data: bytes) -> None:
     """An MCP client's call (the first byte picks the tool, or a resource read), its arguments
     JSON or plain text, through a real client session with the server."""
     tool = TOOLS[data[0] % len(TOOLS)] if data else "search"
-    anyio.run(mcp_call, tool, json_or_text(text_of(data[1:])))
+    anyio.run(mcp_call, tool, sendable(json_or_text(text_of(data[1:]))))
+
+
+def sendable(arguments: Any) -> Any:
+    """``arguments`` with lone surrogates replaced: the SDK's client refuses to send them (its
+    JSON is UTF-8), so a server never sees them from it."""
+    text = json.dumps(arguments, ensure_ascii=False)
+    return json.loads(text.encode("utf-8", "replace").decode())
