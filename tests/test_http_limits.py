@@ -5,6 +5,7 @@ byte at a time, more requests at once than it takes, requests it cannot answer i
 from __future__ import annotations
 
 import json
+import os
 import random
 import socket
 import threading
@@ -276,3 +277,40 @@ def test_a_request_not_answered_in_time_gets_504_and_the_server_goes_on(index: P
         process.terminate()
         assert process.wait(timeout=30) == 0
         assert "Traceback" not in process.stderr.read()
+
+
+def _open_sockets(pid: int) -> int:
+    return sum(
+        1 for fd in Path(f"/proc/{pid}/fd").iterdir() if os.readlink(fd).startswith("socket:")
+    )
+
+
+@pytest.mark.slow
+def test_a_flood_of_idle_connections_evicts_its_own_and_health_still_gets_in(index: Path) -> None:
+    """Past DUCKDB_VECTORS_HTTP_MAX_CONNECTIONS a new connection closes the oldest idle one
+    (503 with Retry-After: it had sent nothing): the server's sockets stay at the cap, and a new
+    client is served, where a full server would let no one in."""
+    cap, flood = 20, 120
+    with http_server(index, env={"DUCKDB_VECTORS_HTTP_MAX_CONNECTIONS": str(cap)}) as (
+        base,
+        process,
+    ):
+        idle = [connect(base) for _ in range(flood)]
+        try:
+            assert get(f"{base}/health")[0] == 200
+            first = idle[0]
+            status, headers, _ = read_response(first)
+            assert (status, headers["retry-after"], headers["connection"]) == (503, "1", "close")
+            assert closed_by_server(first)
+            deadline = time.monotonic() + 10
+            while _open_sockets(process.pid) > cap + 1 and time.monotonic() < deadline:
+                time.sleep(0.1)  # the listening socket, and at most cap connections
+            assert _open_sockets(process.pid) <= cap + 1
+            with connect(base) as newcomer:  # and a search gets in too
+                body = search_body("how are retries done?")
+                newcomer.sendall(request_head(base, len(body)) + body)
+                status, _, answer = read_response(newcomer)
+                assert status == 200 and b"retries" in answer
+        finally:
+            for connection in idle:
+                connection.close()
