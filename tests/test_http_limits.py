@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import socket
 import threading
 import time
@@ -22,6 +23,7 @@ import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL, get, http_server
 
 from duckdb_vectors import VectorStore
+from duckdb_vectors.serve.mcp_http import connection_cap
 
 MEGABYTE = 1_000_000
 READ_TIMEOUT = 1.5  # seconds: long enough for a loaded machine, short for the tests
@@ -314,3 +316,34 @@ def test_a_flood_of_idle_connections_evicts_its_own_and_health_still_gets_in(ind
         finally:
             for connection in idle:
                 connection.close()
+
+
+@pytest.mark.slow
+def test_past_the_cap_a_connection_inside_a_request_is_not_the_one_closed(index: Path) -> None:
+    """The oldest connection is sending its body (its request begun): the one evicted for a
+    newcomer is the oldest idle one, and the request is answered."""
+    with http_server(index, env={"DUCKDB_VECTORS_HTTP_MAX_CONNECTIONS": "2"}) as (base, _):
+        body = search_body("how are retries done?")
+        with connect(base) as busy, connect(base) as idle:
+            busy.sendall(request_head(base, len(body)) + body[:5])
+            time.sleep(0.5)  # its headers are in: the server has begun the request
+            with connect(base) as newcomer:
+                status, headers, _ = read_response(idle)
+                assert (status, headers["retry-after"]) == (503, "1")
+                busy.sendall(body[5:])
+                status, _, answer = read_response(busy)
+                assert status == 200 and b"retries" in answer
+                assert not _readable(newcomer)  # kept, waiting for its request
+
+
+def test_the_connection_cap_leaves_half_the_open_files_to_the_process() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 256), hard))
+        cap = connection_cap(1_000_000)
+        raised, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        assert raised == hard  # the soft limit is raised as far as it may go first
+        assert cap == (1_000_000 if hard == resource.RLIM_INFINITY else hard // 2)
+        assert connection_cap(10) == 10
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
