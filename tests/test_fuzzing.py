@@ -30,6 +30,14 @@ FINDINGS = [
     # chunker (found on a mutated seed of 60 KB; this is the same file cut down)
     # (test_chunkers.py::test_a_pdf_encrypted_by_a_handler_pypdf_lacks_is_skipped_saying_why).
     ("pdf", OTHER_HANDLER_PDF),
+    # A bundle whose library name holds a newline (YAML folds "du\n\nrb" to "du\nrb"): the
+    # error named it as it was, on two lines
+    # (test_bundle.py::test_a_bad_bundle_file_is_one_line_naming_it).
+    (
+        "bundle",
+        b"ylibraries:\n  - {name: du\n\nrb, source: 'https://duckdbAorg/docs/',"
+        b" descrrg/do\n\niSQL}\n",
+    ),
     # A manifest naming a language Snowball has no stemmer for: every search raised its KeyError
     # (test_hostile.py::test_a_manifest_naming_a_language_without_a_stemmer).
     (
