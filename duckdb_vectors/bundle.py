@@ -255,7 +255,7 @@ def _refuse_language(path: Path, document: Any) -> None:
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, Mapping) and "language" in entry:
             raise BundleError(
-                f"{path}: library {entry.get('name') or '?'}: language is the whole index's"
+                f"{path}: library {_shown(entry.get('name')) or '?'}: language is the whole index's"
                 " (index --bundle ... --language NAME); remove it from the entry"
             )
 
@@ -268,7 +268,16 @@ def _first_problem(error: ValidationError, document: Any) -> str:
     if len(where) >= 2 and where[0] == "libraries" and isinstance(where[1], int):
         entries = document.get("libraries") or []
         entry = entries[where[1]] if where[1] < len(entries) else {}
-        label = entry.get("name") if isinstance(entry, Mapping) else None
+        label = _shown(entry.get("name")) if isinstance(entry, Mapping) else None
         field = ".".join(str(part) for part in where[2:]) or "the entry"
         return f"library {label or f'#{where[1] + 1}'}: {field}: {problem['msg']}"
     return f"{'.'.join(str(part) for part in where) or 'the file'}: {problem['msg']}"
+
+
+def _shown(name: Any) -> str | None:
+    """A library's name as an error shows it: quoted with escapes if it has characters that
+    would break the one line (a newline, a control character)."""
+    if not name:
+        return None
+    text = str(name)
+    return text if text.isprintable() else repr(text)

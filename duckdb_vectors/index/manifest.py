@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 
 import duckdb
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..config import Quantization
 from ..errors import NotAnIndexError
 from .db import scalar
 from .schema import SCHEMA_VERSION
 from .slices import SliceCount
-from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME
+from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME, checked_language
 
 
 class SourceRecord(BaseModel):
@@ -88,6 +88,9 @@ class Manifest(BaseModel):
     package_version: str = Field(default_factory=lambda: package_version())
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     built_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    # A language without a stemmer would fail every search later, inside the tokenizer.
+    _known_language = field_validator("language")(checked_language)
 
 
 def package_version() -> str:
