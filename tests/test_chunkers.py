@@ -10,7 +10,7 @@ from pathlib import Path
 
 import docutils.core
 import pytest
-from conftest import EVALDATA
+from conftest import DOCUTILS_MESSAGE, EVALDATA
 
 from duckdb_vectors.chunkers import (
     CompositeChunker,
@@ -367,6 +367,35 @@ def test_rst_that_docutils_cannot_parse_is_indexed_as_text(
     chunks = RstChunker().chunk(nested, "deep.rst")
     assert "- level 399" in chunks[-1].text
     assert capfd.readouterr() == ("", "")
+
+
+RAY_DOCS = EVALDATA / "docsqa" / "ray" / "docs" / "doc" / "source"
+
+
+@pytest.mark.parametrize(
+    ("page", "row"),
+    [  # a Sphinx role in a table cell; a cell docutils took for a title overline
+        (
+            "data/api/from_other_data_libs.rst",
+            "df.head() | ds.show(), ds.take(), or ds.take_batch()",
+        ),
+        (
+            "tune/tutorials/tune-scalability.rst",
+            "XGBoost parameter sweep | 16 | ? | 16 | 64 | ? | 3903",
+        ),
+    ],
+)
+def test_rst_tables_hold_their_cells_text_and_no_docutils_messages(page: str, row: str) -> None:
+    text = "\n\n".join(c.text for c in RstChunker().chunk((RAY_DOCS / page).read_text(), page))
+    assert re.search(DOCUTILS_MESSAGE, text) is None
+    assert row in text.split("\n")
+
+
+def test_rst_markup_errors_leave_their_text_and_no_message() -> None:
+    page = ":author: Ada *Lovelace\n\nA |version|_ note and `unclosed interpreted text.\n"
+    (chunk,) = RstChunker().chunk(page, "notes.rst")
+    assert chunk.metadata == {"author": "Ada *Lovelace"}
+    assert chunk.text == "A version note and `unclosed interpreted text."
 
 
 PLAIN_PAGE = """<!doctype html>
