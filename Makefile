@@ -16,7 +16,7 @@ DOCS ?= examples/docs
 BACKEND ?=
 Q ?= how do retries work?
 
-.PHONY: install clients conformance oldest-duckdb ray demo test test-fast lint format bench clean builder image run mcp hadolint
+.PHONY: install clients conformance oldest-duckdb ray fuzz-tools fuzz demo test test-fast lint format bench clean builder image run mcp hadolint
 
 # Every extra (the test extra pulls `all`) and the test tools, editable.
 install: $(VENV)/.installed
@@ -71,6 +71,22 @@ $(RAY_VENV)/.installed: tests/ray.txt pyproject.toml
 	$(RAY_VENV)/bin/pip install --quiet -e '.[index,parquet]' -r tests/ray.txt
 	touch $@
 
+# Coverage-guided fuzzing (atheris, pinned in tests/fuzz/requirements.txt, into the venv) of
+# every parser and boundary that takes untrusted input: each target FUZZ_SECONDS seconds from
+# seeds read in tests/data and shared/evaldata; a crash, an undeclared exception, an input over
+# 5 s or memory past the cap fails it and saves the input in fuzz-findings/ (docs/development.md).
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?=
+fuzz-tools: $(VENV)/.fuzz-installed
+
+$(VENV)/.fuzz-installed: tests/fuzz/requirements.txt $(VENV)/.installed
+	$(BIN)/pip install --quiet -r tests/fuzz/requirements.txt
+	touch $@
+
+fuzz: fuzz-tools
+	PYTHONPATH=tests DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) HF_HUB_OFFLINE=1 \
+		$(BIN)/python -m fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 demo: install
 	rm -f demo.duckdb quickstart.duckdb
 	$(MODEL_ENV) $(BIN)/duckdb-vectors index examples/docs --db demo.duckdb
@@ -81,7 +97,7 @@ demo: install
 # Every test, on WORKERS processes (pytest-xdist), each taking whole files: a module's fixtures
 # are built once, and the container file keeps its images and its order on one worker.
 WORKERS ?= 2
-test: install clients conformance oldest-duckdb ray
+test: install clients conformance oldest-duckdb ray fuzz-tools
 	eval "$$(bash docker/engine-env.sh $(SHARED))" && \
 	DUCKDB_VECTORS_SHARED=$(abspath $(SHARED)) $(BIN)/python -m pytest \
 		-n $(WORKERS) --dist loadfile --no-loadscope-reorder
@@ -134,4 +150,4 @@ hadolint: install
 	$(BIN)/hadolint Dockerfile.builder Dockerfile.runtime
 
 clean:
-	rm -rf $(VENV) $(OLDEST_DUCKDB) $(RAY_VENV) $(CLIENTS)/node_modules $(CONFORMANCE)/node_modules .build demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_DUCKDB) $(RAY_VENV) $(CLIENTS)/node_modules $(CONFORMANCE)/node_modules .build fuzz-findings demo.duckdb quickstart.duckdb .pytest_cache .ruff_cache

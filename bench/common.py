@@ -225,10 +225,21 @@ def latencies(call: Callable[[int], object], repeat: int, warm: int = 5) -> dict
 
 def rss_mb() -> float:
     """This process's resident set size now (Linux)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS in /proc/self/status: this benchmark needs Linux")
+    kib = rss_kib(os.getpid())
+    if kib is None:
+        raise RuntimeError("no VmRSS in /proc/self/status: this benchmark needs Linux")
+    return kib / 1024
+
+
+def rss_kib(pid: int) -> int | None:
+    """A process's resident set size now, read from outside it (VmRSS); None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
 
 
 def machine() -> dict[str, Any]:

@@ -39,7 +39,7 @@ from .citations import UrlRule, UrlStyle
 from .errors import BundleError, DuckDBVectorsError
 from .index.manifest import LibraryRecord
 from .index.slices import LIBRARY_KEY, VERSION_KEY, library_key
-from .index.terms import checked_language
+from .index.terms import own_language
 from .indexer import IndexSummary, index_source
 from .sources import SourceOptions, open_source
 from .store import VectorStore
@@ -78,10 +78,7 @@ class Library(BaseModel):
             raise ValueError("must be a non-empty version without '/', e.g. '2.9'")
         return version
 
-    @field_validator("language")
-    @classmethod
-    def _stemmed(cls, language: str | None) -> str | None:
-        return language if language is None else checked_language(language)
+    _stemmed = field_validator("language")(own_language)
 
     @property
     def key(self) -> str:
@@ -276,7 +273,16 @@ def _first_problem(error: ValidationError, document: Any) -> str:
     if len(where) >= 2 and where[0] == "libraries" and isinstance(where[1], int):
         entries = document.get("libraries") or []
         entry = entries[where[1]] if where[1] < len(entries) else {}
-        label = entry.get("name") if isinstance(entry, Mapping) else None
+        label = _shown(entry.get("name")) if isinstance(entry, Mapping) else None
         field = ".".join(str(part) for part in where[2:]) or "the entry"
         return f"library {label or f'#{where[1] + 1}'}: {field}: {problem['msg']}"
     return f"{'.'.join(str(part) for part in where) or 'the file'}: {problem['msg']}"
+
+
+def _shown(name: Any) -> str | None:
+    """A library's name as an error shows it: quoted with escapes if it has characters that
+    would break the one line (a newline, a control character)."""
+    if not name:
+        return None
+    text = str(name)
+    return text if text.isprintable() else repr(text)

@@ -116,6 +116,12 @@ class HttpLimits(BaseSettings):
         ge=0,
         description="Requests to /mcp that may wait for a turn; past them, 503 with Retry-After.",
     )
+    max_connections: int = Field(
+        1000,
+        ge=1,
+        description="Open connections (fewer if the file limit leaves no room); a new one past"
+        " them closes the oldest idle one (503 with Retry-After if it had sent nothing).",
+    )
 
     @field_validator("read_timeout", "request_timeout", mode="before")
     @classmethod

@@ -32,6 +32,8 @@ EVALDATA = SHARED / "evaldata"
 DUCKDB_DOCS = EVALDATA / "docs" / "duckdb" / "docs" / "current"  # the DuckDB docs, Markdown
 XQUAD_QUESTIONS = EVALDATA / "ir" / "xquad-r-paragraphs" / "en" / "queries.jsonl"
 DEFAULT_BACKEND = "fastembed:minishlab/potion-multilingual-128M"
+# A docutils system message as it reads in text ("(INFO/1) No role entry for ..."): never a chunk's.
+DOCUTILS_MESSAGE = r"\((?:DEBUG|INFO|WARNING|ERROR|SEVERE)/\d\)"
 # The installed console script, for the tests that need a real process.
 SCRIPT = shutil.which("duckdb-vectors", path=str(Path(sys.executable).parent))
 

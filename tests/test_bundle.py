@@ -179,6 +179,8 @@ def test_an_index_without_libraries_says_so_when_a_library_is_asked(tmp_path: Pa
         ("libraries: []\n", "docs.yaml: libraries: List should have at least 1 item"),
         ("libraries:\n  - name: Ray\n    source: x\n", "library Ray: name: Value error, must be"),
         ("libraries:\n  - name: ray\n", "library ray: source: Field required"),
+        # Found by fuzzing (tests/fuzz, target bundle): the name's newline broke the line.
+        ("libraries:\n  - {name: du\n\n rb, source: x}\n", "library 'du\\nrb': name: Value"),
         (
             "libraries:\n  - {name: ray, source: a}\n  - {name: ray, source: b}\n",
             "ray is listed twice",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_BACKEND, STATIC_MODEL
+from conftest import DEFAULT_BACKEND, DOCUTILS_MESSAGE, STATIC_MODEL
 
 from duckdb_vectors import VectorStore, index_folder
 from duckdb_vectors.chunkers import NotebookChunker, SkipFile, default_chunker
@@ -29,6 +29,7 @@ NOISE = {
     "reST hyperlink": r"`[^`\n]+`__?(?!\w)",
     "reST substitution": r"\|[A-Za-z][\w-]*\|",
     "reST field list": r"(?m)^:(?:orphan|tocdepth|nocomments|author|param \w+):",
+    "docutils message": DOCUTILS_MESSAGE,
     "template": r"\{%|%\}|\{\{",
     "permalink": r"¶",
     "script": r"\bfunction\s*\w*\s*\([^)]*\)\s*\{|\bdocument\.\w+\(|\bwindow\.\w+",

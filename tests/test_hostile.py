@@ -253,6 +253,24 @@ def test_a_malformed_manifest(copy: Path, document: str) -> None:
     assert sha256(copy) == before
 
 
+def test_a_manifest_naming_a_language_without_a_stemmer(copy: Path) -> None:
+    """Found by fuzzing (tests/fuzz, target manifest): every search failed with Snowball's
+    KeyError, where the file is what is damaged."""
+    _edit_manifest(copy, language="lnigseh")
+    for read_only in (True, False):
+        with pytest.raises(NotAnIndexError, match=r"manifest is damaged.*'lnigseh' has no stemmer"):
+            open_and_search(copy, read_only)
+
+
+def test_a_manifest_naming_a_library_language_without_a_stemmer(copy: Path) -> None:
+    """A library's own language (a bundle entry's) is checked as the index's is."""
+    library = {"name": "ray", "prefix": "ray/", "language": "lnigseh"}
+    _edit_manifest(copy, libraries=[library])
+    for read_only in (True, False):
+        with pytest.raises(NotAnIndexError, match=r"libraries\.0\.language.*'lnigseh' has no"):
+            open_and_search(copy, read_only)
+
+
 # -- missing model files -----------------------------------------------------------------------
 
 
@@ -475,6 +493,7 @@ OUTSIDE = [
     "~/.ssh/id_rsa",
     "..\\..\\windows\\win.ini",
     "docs/0.md\x00../../etc/passwd",
+    "docs/0.md\n../../etc/passwd",  # found by fuzzing: the SDK's error had the newline
 ]
 
 

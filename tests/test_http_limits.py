@@ -5,7 +5,9 @@ byte at a time, more requests at once than it takes, requests it cannot answer i
 from __future__ import annotations
 
 import json
+import os
 import random
+import resource
 import socket
 import threading
 import time
@@ -21,6 +23,7 @@ import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL, get, http_server
 
 from duckdb_vectors import VectorStore
+from duckdb_vectors.serve.mcp_http import connection_cap
 
 MEGABYTE = 1_000_000
 READ_TIMEOUT = 1.5  # seconds: long enough for a loaded machine, short for the tests
@@ -276,3 +279,71 @@ def test_a_request_not_answered_in_time_gets_504_and_the_server_goes_on(index: P
         process.terminate()
         assert process.wait(timeout=30) == 0
         assert "Traceback" not in process.stderr.read()
+
+
+def _open_sockets(pid: int) -> int:
+    return sum(
+        1 for fd in Path(f"/proc/{pid}/fd").iterdir() if os.readlink(fd).startswith("socket:")
+    )
+
+
+@pytest.mark.slow
+def test_a_flood_of_idle_connections_evicts_its_own_and_health_still_gets_in(index: Path) -> None:
+    """Past DUCKDB_VECTORS_HTTP_MAX_CONNECTIONS a new connection closes the oldest idle one
+    (503 with Retry-After: it had sent nothing): the server's sockets stay at the cap, and a new
+    client is served, where a full server would let no one in."""
+    cap, flood = 20, 120
+    with http_server(index, env={"DUCKDB_VECTORS_HTTP_MAX_CONNECTIONS": str(cap)}) as (
+        base,
+        process,
+    ):
+        idle = [connect(base) for _ in range(flood)]
+        try:
+            assert get(f"{base}/health")[0] == 200
+            first = idle[0]
+            status, headers, _ = read_response(first)
+            assert (status, headers["retry-after"], headers["connection"]) == (503, "1", "close")
+            assert closed_by_server(first)
+            deadline = time.monotonic() + 10
+            while _open_sockets(process.pid) > cap + 1 and time.monotonic() < deadline:
+                time.sleep(0.1)  # the listening socket, and at most cap connections
+            assert _open_sockets(process.pid) <= cap + 1
+            with connect(base) as newcomer:  # and a search gets in too
+                body = search_body("how are retries done?")
+                newcomer.sendall(request_head(base, len(body)) + body)
+                status, _, answer = read_response(newcomer)
+                assert status == 200 and b"retries" in answer
+        finally:
+            for connection in idle:
+                connection.close()
+
+
+@pytest.mark.slow
+def test_past_the_cap_a_connection_inside_a_request_is_not_the_one_closed(index: Path) -> None:
+    """The oldest connection is sending its body (its request begun): the one evicted for a
+    newcomer is the oldest idle one, and the request is answered."""
+    with http_server(index, env={"DUCKDB_VECTORS_HTTP_MAX_CONNECTIONS": "2"}) as (base, _):
+        body = search_body("how are retries done?")
+        with connect(base) as busy, connect(base) as idle:
+            busy.sendall(request_head(base, len(body)) + body[:5])
+            time.sleep(0.5)  # its headers are in: the server has begun the request
+            with connect(base) as newcomer:
+                status, headers, _ = read_response(idle)
+                assert (status, headers["retry-after"]) == (503, "1")
+                busy.sendall(body[5:])
+                status, _, answer = read_response(busy)
+                assert status == 200 and b"retries" in answer
+                assert not _readable(newcomer)  # kept, waiting for its request
+
+
+def test_the_connection_cap_leaves_half_the_open_files_to_the_process() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 256), hard))
+        cap = connection_cap(1_000_000)
+        raised, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        assert raised == hard  # the soft limit is raised as far as it may go first
+        assert cap == (1_000_000 if hard == resource.RLIM_INFINITY else hard // 2)
+        assert connection_cap(10) == 10
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -13,7 +13,7 @@ DEFAULT_MAX_CHARS = 2000
 # Part of every indexed file's chunker key: bump it when a built-in chunker cuts the same input
 # differently, so the next index run re-chunks every file (vectors of unchanged text are reused)
 # and an updated index equals a fresh one.
-CHUNKING_VERSION = 6
+CHUNKING_VERSION = 7
 
 _PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n+")
 # A sentence ends at . ! ? (or their CJK forms) followed by whitespace, or at a CJK full stop.

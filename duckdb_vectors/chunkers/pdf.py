@@ -34,7 +34,6 @@ class PdfChunker:
 
     def chunk_bytes(self, data: bytes, source: str) -> list[Chunk]:
         from pypdf import PdfReader  # imported late: only needed when PDFs are indexed
-        from pypdf.errors import PyPdfError
 
         logging.getLogger("pypdf").setLevel(logging.ERROR)  # it warns per malformed object
         try:
@@ -46,7 +45,10 @@ class PdfChunker:
             total_pages = len(reader.pages)
         except SkipFile:
             raise
-        except (PyPdfError, ValueError, KeyError, TypeError, OSError) as error:
+        # Everything tried above is pypdf reading the file, and on a malformed one it raises
+        # more than its own errors: NotImplementedError for an encryption handler it lacks, and
+        # AttributeError from inside its reader (7.1: an /Encrypt held in an object stream).
+        except Exception as error:
             raise SkipFile(f"not a readable PDF: {_first_line(error)}") from error
         readable = [(number, text) for number, text in enumerate(pages, 1) if _is_readable(text)]
         if not readable:

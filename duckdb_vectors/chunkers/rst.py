@@ -4,7 +4,9 @@ docutils parses the file; Sphinx's directives and roles, which docutils does not
 leniently instead of becoming errors: version notes and admonitions keep their text under a
 label (``Changed in version 8.0: ...``), code directives become code blocks, navigation is
 dropped, autodoc directives give the API names they list, and any other directive keeps its
-argument and content as text. A file docutils fails on is indexed as plain text.
+argument and content as text. docutils' own messages about the markup (an unknown role, an
+unexpected indentation) are dropped from the tree, as Sphinx drops them from the pages it
+builds. A file docutils fails on is indexed as plain text.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from docutils import nodes
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Directive, Parser, directives, roles
 from docutils.statemachine import StringList
-from docutils.transforms import frontmatter, references
+from docutils.transforms import Transform, frontmatter, references, universal
 from docutils.utils import new_document
 
 from ..models import Chunk
@@ -33,15 +35,40 @@ from .roles import role_text
 from .text import TextChunker
 
 _SETTINGS = {
-    "report_level": 5,  # no system messages in the tree, none printed
+    "report_level": 5,  # no system message printed, nor kept in the tree (FilterMessages)
     "halt_level": 5,  # never raise on a markup error
     "file_insertion_enabled": False,  # no `include` of files outside the one being indexed
     "raw_enabled": False,
     "syntax_highlight": "none",  # code stays text (no Pygments)
 }
+
+
+class _UndefinedSubstitutions(Transform):
+    """A substitution defined in another file, or by Sphinx (``|version|``), shows its name:
+    replaced before docutils' ``Substitutions``, which would make it an error."""
+
+    default_priority = references.Substitutions.default_priority - 1
+
+    def apply(self) -> None:
+        defined = self.document.substitution_defs
+        for reference in tuple(self.document.findall(nodes.substitution_reference)):
+            name = reference["refname"]
+            if name not in defined and name.lower() not in self.document.substitution_names:
+                reference.replace_self(nodes.Text(reference.astext()))
+
+
 # Of the transforms a docutils publisher runs, those the text needs: substitutions replaced,
-# the leading field list made metadata, footnotes numbered.
-_TRANSFORMS = [references.Substitutions, frontmatter.DocInfo, references.Footnotes]
+# the leading field list made metadata, footnotes numbered, and the system messages below
+# report_level (all of them) removed, with the markup they were about left as it was written.
+# docutils puts a message where it met the problem, a table cell among them, and Sphinx (unless
+# keep_warnings) removes them all the same way: they are not the page's text.
+_TRANSFORMS = [
+    _UndefinedSubstitutions,
+    references.Substitutions,
+    frontmatter.DocInfo,
+    references.Footnotes,
+    universal.FilterMessages,
+]
 
 # Directives whose content is code, with its language (None: the directive's argument).
 _CODE_DIRECTIVES: dict[str, str | None] = {
@@ -83,11 +110,9 @@ _SPHINX_NAMES = frozenset({"class"})
 _NUMBERED_ROLES = frozenset({"pep", "rfc"})
 _CONTINUED_LINE = regex.compile(r"\\\n\s*")
 _DOMAIN = regex.compile(r"^(?:py|c|cpp|js|rst|std|math):")
-# A substitution defined in another file, or by Sphinx (|version|), stays as it was written.
-_UNDEFINED_SUBSTITUTION = regex.compile(r"^\|(.+)\|_{0,2}$", regex.DOTALL)
 _NOT_TEXT = frozenset(
     {
-        *("comment", "system_message", "substitution_definition", "pending", "raw", "image"),
+        *("comment", "substitution_definition", "pending", "raw", "image"),
         *("transition", "decoration", "meta"),
     }
 )
@@ -352,19 +377,11 @@ def _inline_parts(node: nodes.Element) -> str:
             parts.append(child.astext())
         elif child.tagname in _NOT_TEXT:
             continue
-        elif isinstance(child, nodes.problematic):
-            parts.append(_problematic_text(child.astext()))
         elif isinstance(child, (nodes.footnote_reference, nodes.citation_reference)):
             parts.append(f"[{child.astext()}]")
         elif isinstance(child, nodes.Element):
             parts.append(_inline_parts(child))
     return "".join(parts)
-
-
-def _problematic_text(raw: str) -> str:
-    """Markup docutils could not resolve, as written; an undefined substitution by its name."""
-    match = _UNDEFINED_SUBSTITUTION.match(raw)
-    return match.group(1) if match else raw
 
 
 def _label(node: nodes.Element) -> str:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 
 import duckdb
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..config import Quantization
 from ..errors import NotAnIndexError
@@ -17,7 +17,7 @@ from .db import scalar
 from .languages import Languages
 from .schema import SCHEMA_VERSION
 from .slices import SliceCount, library_key
-from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME
+from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME, checked_language, own_language
 
 
 class SourceRecord(BaseModel):
@@ -51,6 +51,8 @@ class LibraryRecord(BaseModel):
     language: str | None = Field(
         None, description="The Snowball language of its words; None: the index's (language)."
     )
+
+    _known_language = field_validator("language")(own_language)
 
     @property
     def key(self) -> str:
@@ -97,6 +99,9 @@ class Manifest(BaseModel):
     package_version: str = Field(default_factory=lambda: package_version())
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     built_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    # A language without a stemmer would fail every search later, inside the tokenizer.
+    _known_language = field_validator("language")(checked_language)
 
     def languages(self) -> Languages:
         """The language each library's words are read in (``index.languages``)."""

@@ -163,6 +163,11 @@ def _stemmer_for(word: str, language: str) -> Stemmer.Stemmer | None:
 LANGUAGES = tuple(Stemmer.algorithms())
 
 
+def own_language(language: str | None) -> str | None:
+    """A library's own language: none (the index's), or one Snowball has a stemmer for."""
+    return language if language is None else checked_language(language)
+
+
 def checked_language(language: str) -> str:
     """``language`` if Snowball has a stemmer for it; else one line saying which it has."""
     if language not in LANGUAGES:

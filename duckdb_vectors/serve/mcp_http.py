@@ -5,21 +5,25 @@ As the MCP specification asks, it binds to localhost unless told otherwise and r
 ``Origin``s (403); a bearer token guards non-local binds.
 
 Clients nobody vetted are bounded (``config.HttpLimits``), in the order a request meets them:
-its headers must arrive within the read timeout (``HeadersInTime``), its body too and within the
-size cap (413, 408), then it waits for one of a few turns in a short queue (503 with
-``Retry-After`` past it) and must be answered within the request timeout (504). ``/health``
-skips all but the first, so a load balancer sees a busy server as alive.
+past the cap on open connections a new one closes the oldest idle one (``BoundedH11``), its
+headers must arrive within the read timeout, its body too and within the size cap (413, 408),
+then it waits for one of a few turns in a short queue (503 with ``Retry-After`` past it) and
+must be answered within the request timeout (504). ``/health`` skips all but the first two, so
+a load balancer sees a busy server as alive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import logging
+import resource
 import signal
 import threading
 from dataclasses import dataclass, field
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -43,6 +47,9 @@ RETRY_AFTER_SECONDS = 1
 # scripts) then gets the answer, where closing at once would reset the connection under it.
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 64_000_000
+# Connections the kernel holds until they are accepted, and so the most accepted in one turn of
+# the event loop (uvicorn's default, 2048, lets a burst take thousands of files at once).
+BACKLOG = 511
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +112,8 @@ def serve_http(server: IndexServer, options: HttpOptions) -> None:
         port=options.port,
         log_level="warning",
         lifespan="on",
-        http=headers_in_time(options.limits.read_timeout),
+        http=bounded_h11(options.limits),
+        backlog=BACKLOG,
     )
     # After its graceful shutdown uvicorn raises SIGTERM again for the handler it found: one
     # that does nothing lets the process exit 0 (store closed) instead of 143.
@@ -302,27 +310,57 @@ async def _refuse(send: Send, status: int, error: str, linger: Receive | None = 
     await send({"type": "http.response.body", "body": b""})
 
 
-def headers_in_time(read_timeout: float) -> type[H11Protocol]:
-    """uvicorn's h11 protocol, closing a connection whose request headers have not all arrived
-    ``read_timeout`` seconds after it opened or after the request's first byte: a client that
-    sends a byte a second (slowloris) holds a connection no longer than that."""
+def bounded_h11(limits: HttpLimits) -> type[H11Protocol]:
+    """uvicorn's h11 protocol within ``limits``' read timeout and cap on open connections, for
+    one server (the connections it counts are its own)."""
 
-    class Protocol(HeadersInTime):
-        timeout = read_timeout
+    class Protocol(BoundedH11):
+        timeout = limits.read_timeout
+        max_connections = connection_cap(limits.max_connections)
+        open_connections: ClassVar[dict[BoundedH11, None]] = {}
 
     return Protocol
 
 
-class HeadersInTime(H11Protocol):
-    """A deadline (``timeout``) for each request's headers, armed when the connection opens and
-    when the next request's first bytes come in, stopped once h11 has all the headers. (uvicorn's
-    own timer covers only the idle time between requests, and any byte stops it.)"""
+def connection_cap(wanted: int) -> int:
+    """``wanted``, or half the files the process may open if that is fewer. Past the file limit
+    every accept fails (asyncio logs a traceback for each) and /health cannot get in; the other
+    half leaves room for the connections accepted in a burst before any is closed (up to
+    ``BACKLOG`` a turn of the event loop) and the process's own files. The soft limit is raised
+    to the hard one first, as far as the system allows without privileges."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, soft // 2))
+
+
+class BoundedH11(H11Protocol):
+    """Two bounds uvicorn lacks:
+
+    - a deadline (``timeout``) for each request's headers, armed when the connection opens and
+      when the next request's first bytes come in, stopped once h11 has all the headers
+      (uvicorn's own timer covers only the idle time between requests, and any byte stops it):
+      a client sending a byte a second (slowloris) holds a connection no longer than that;
+    - at most ``max_connections`` open: a new connection past them closes the oldest one that
+      is not in the middle of a request (idle, or still sending its headers), or itself if
+      every one is. A flood of idle connections then evicts its own, and a new client (/health)
+      still gets in; uvicorn's ``limit_concurrency`` would refuse it with the rest.
+    """
 
     timeout = 10.0
+    max_connections = 1000
+    open_connections: ClassVar[dict[BoundedH11, None]]  # oldest first; one per server
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.headers_deadline: asyncio.TimerHandle | None = None
+        self.open_connections[self] = None
+        if len(self.open_connections) > self.max_connections:
+            self._make_room()
         self._await_headers()
 
     def data_received(self, data: bytes) -> None:
@@ -334,8 +372,18 @@ class HeadersInTime(H11Protocol):
             self._await_headers()  # the first bytes of the next request on this connection
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.open_connections.pop(self, None)
         self._stop_waiting()
         super().connection_lost(exc)
+
+    @property
+    def idle(self) -> bool:
+        """No request of this connection is being answered: none yet, or the last one was."""
+        return self.cycle is None or self.cycle.response_complete
+
+    def _make_room(self) -> None:
+        oldest = next((other for other in self.open_connections if other.idle), self)
+        oldest._close_unanswered(b"503 Service Unavailable", RETRY_AFTER_SECONDS)
 
     def _await_headers(self) -> None:
         self.headers_deadline = self.loop.call_later(self.timeout, self._headers_too_late)
@@ -347,12 +395,18 @@ class HeadersInTime(H11Protocol):
 
     def _headers_too_late(self) -> None:
         self.headers_deadline = None
+        self._close_unanswered(b"408 Request Timeout")
+
+    def _close_unanswered(self, status: bytes, retry_after: int | None = None) -> None:
+        """Close the connection, telling a client whose request h11 has not begun why."""
+        self.open_connections.pop(self, None)
         if self.transport.is_closing():
             return
         if self.conn.our_state is h11.IDLE and self.conn.their_state is h11.IDLE:
             # No request to answer through h11 yet: the one response that needs none.
+            wait = b"" if retry_after is None else b"Retry-After: %d\r\n" % retry_after
             self.transport.write(
-                b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                b"HTTP/1.1 %s\r\nContent-Length: 0\r\n%sConnection: close\r\n\r\n" % (status, wait)
             )
         self.transport.close()
 

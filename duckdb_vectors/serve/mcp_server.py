@@ -13,14 +13,21 @@ import base64
 import binascii
 import dataclasses
 import json
+from collections.abc import Iterable
 from typing import Annotated, Any
 from urllib.parse import unquote
 
 import anyio
 from mcp.server.caching import CACHEABLE_METHODS, CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedToolError,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -208,6 +215,18 @@ class IndexServer(MCPServer):
             raise ToolError(
                 f"Error executing tool {name}: {sentence} (see the tool's input schema)."
             ) from refused
+
+    async def read_resource(
+        self, uri: Any, context: Context | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        """The SDK's read; an unknown URI is named quoted, so the error stays one line whatever
+        the client put in it (the SDK's own message has the URI as sent, newlines and all)."""
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError:
+            raise ResourceNotFoundError(
+                f"no resource {str(uri)!r:.200}: read a URI that resources/list gives"
+            ) from None
 
     async def list_resources(self) -> list[MCPResource]:
         """The report, then every document in source order (see ``paginate_resources``)."""
