@@ -12,12 +12,16 @@ naming any SOURCE an index run reads::
       - name: duckdb
         version: "1.4"
         source: ./duckdb-docs
+      - name: handbuch
+        source: ./handbook
+        language: german
 
 Each entry is a slice (``index.slices``): its chunks carry ``library`` and ``version`` in their
 metadata and live under the prefix ``NAME/VERSION/``, so a search scoped to a library is a
 metadata filter, and rebuilding the bundle re-reads and re-embeds only what changed in each
 library (the one incremental run, ``indexer.index_source``, per entry). The bundle owns the
-index: a library or version no longer listed is pruned.
+index: a library or version no longer listed is pruned. An entry's ``language`` is the Snowball
+language its words are indexed and searched in (``index.languages``; none: the index's).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .citations import UrlRule, UrlStyle
 from .errors import BundleError, DuckDBVectorsError
 from .index.manifest import LibraryRecord
-from .index.slices import LIBRARY_KEY, VERSION_KEY
+from .index.slices import LIBRARY_KEY, VERSION_KEY, library_key
+from .index.terms import own_language
 from .indexer import IndexSummary, index_source
 from .sources import SourceOptions, open_source
 from .store import VectorStore
@@ -55,6 +60,9 @@ class Library(BaseModel):
     url_style: UrlStyle = "html"
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
+    language: str | None = Field(
+        None, description="The Snowball language of its words ('german'); none: the index's."
+    )
 
     @field_validator("name")
     @classmethod
@@ -70,10 +78,12 @@ class Library(BaseModel):
             raise ValueError("must be a non-empty version without '/', e.g. '2.9'")
         return version
 
+    _stemmed = field_validator("language")(own_language)
+
     @property
     def key(self) -> str:
         """How a user names it: ``ray@2.9``, or ``ray``."""
-        return f"{self.name}@{self.version}" if self.version else self.name
+        return library_key(self.name, self.version)
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -91,6 +101,7 @@ class Library(BaseModel):
             version=self.version,
             description=self.description,
             prefix=self.prefix,
+            language=self.language,
         )
 
 
@@ -108,7 +119,6 @@ class Bundle(BaseModel):
         read relative to the bundle file's folder."""
         path = Path(path)
         document = _load(path)
-        _refuse_language(path, document)
         try:
             bundle = cls.model_validate(document)
         except ValidationError as error:
@@ -167,7 +177,9 @@ def index_bundle(
     progress: bool | None = None,
 ) -> BundleSummary:
     """Index every library of ``bundle`` into ``store``, each as its own slice, in one
-    transaction, and prune the libraries it no longer lists.
+    transaction, and prune the libraries it no longer lists. A library's words are read in its
+    own ``language`` (else the index's); a library whose language changed is re-tokenized in
+    the new one, its vectors kept.
 
     ``options`` apply to every source (an entry's ``include``/``exclude`` are added to them).
     Any error leaves the index as it was before the run.
@@ -175,10 +187,14 @@ def index_bundle(
     base = options or SourceOptions()
     summary = BundleSummary(bundle=name)
     with store.transaction():
+        retokenized = store.record_libraries([entry.record() for entry in bundle.libraries])
         for entry in bundle.libraries:
-            summary.libraries.append(_index_library(store, entry, base, progress))
+            run = _index_library(store, entry, base, progress)
+            if entry.key in retokenized:
+                run.summary.retokenized = retokenized[entry.key].languages
+                run.summary.chunks_retokenized = retokenized[entry.key].chunks
+            summary.libraries.append(run)
         summary.chunks_pruned = _prune_unlisted(store, bundle)
-        store.record_libraries([entry.record() for entry in bundle.libraries])
     summary.seconds = round(sum(run.summary.seconds for run in summary.libraries), 3)
     return summary
 
@@ -247,17 +263,6 @@ def _load(path: Path) -> Any:
     except (yaml.YAMLError, tomllib.TOMLDecodeError) as error:
         first = str(error).splitlines()[0]
         raise BundleError(f"{path} is not valid {path.suffix[1:] or 'YAML'}: {first}") from None
-
-
-def _refuse_language(path: Path, document: Any) -> None:
-    """BM25 reads one index in one language: an entry cannot choose its own."""
-    entries = document.get("libraries") if isinstance(document, Mapping) else None
-    for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, Mapping) and "language" in entry:
-            raise BundleError(
-                f"{path}: library {_shown(entry.get('name')) or '?'}: language is the whole index's"
-                " (index --bundle ... --language NAME); remove it from the entry"
-            )
 
 
 def _first_problem(error: ValidationError, document: Any) -> str:

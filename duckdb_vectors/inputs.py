@@ -25,7 +25,7 @@ MAX_RESULTS = 10_000
 
 def parsed_query(
     text: str,
-    language: str,
+    languages: Sequence[str],
     max_chars: int = DEFAULT_MAX_QUERY_CHARS,
     max_terms: int = DEFAULT_MAX_QUERY_TERMS,
 ) -> ParsedQuery:
@@ -33,7 +33,8 @@ def parsed_query(
 
     The one place a query's size is bounded, for every caller (the SDK, the CLI, MCP over stdio
     and HTTP): its length is checked before any work, its distinct terms once tokenized (at most
-    ``max_chars`` characters, so in milliseconds)."""
+    ``max_chars`` characters, so in milliseconds) in every language of the index
+    (``languages``)."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the query text must be a non-empty string")
     if len(text) > max_chars:
@@ -41,10 +42,13 @@ def parsed_query(
             f"the query has {len(text):,} characters, more than the {max_chars:,} allowed"
             " (DUCKDB_VECTORS_MAX_QUERY_CHARS): ask a shorter question"
         )
-    parsed = parse_query(rows.check_utf8(text, "the query"), language)
-    if len(parsed.all_terms) > max_terms:
+    parsed = parse_query(rows.check_utf8(text, "the query"))
+    # A word has a form in each language: only a query of more words than that can have more.
+    most = len(parsed.all_words) * len(languages)
+    terms = len(parsed.all_terms(languages)) if most > max_terms else most
+    if terms > max_terms:
         raise ValueError(
-            f"the query has {len(parsed.all_terms):,} distinct terms, more than the"
+            f"the query has {terms:,} distinct terms, more than the"
             f" {max_terms:,} allowed (DUCKDB_VECTORS_MAX_QUERY_TERMS): ask a shorter question"
         )
     return parsed

@@ -25,6 +25,9 @@ class LibraryVersion(BaseModel):
     pages: int = Field(description="Documents (files or pages) of this version.")
     source: str | None = Field(None, description="Where they were read from (no credentials).")
     commit: str | None = Field(None, description="A git source's commit.")
+    language: str | None = Field(
+        None, description="The Snowball language its words are searched in (english, german ...)."
+    )
 
 
 class LibraryInfo(BaseModel):
@@ -37,6 +40,11 @@ class LibraryInfo(BaseModel):
     @property
     def chunks(self) -> int:
         return sum(version.chunks for version in self.versions)
+
+    @property
+    def languages(self) -> list[str]:
+        """The languages its versions are searched in, each once."""
+        return list(dict.fromkeys(v.language for v in self.versions if v.language))
 
 
 def listed(manifest: Manifest | None) -> list[LibraryInfo]:
@@ -71,6 +79,7 @@ def _version(manifest: Manifest, record: LibraryRecord) -> LibraryVersion:
         pages=source.documents if source else 0,
         source=source.location if source else None,
         commit=source.commit if source else None,
+        language=record.language or manifest.language,
     )
 
 

@@ -269,7 +269,9 @@ def libraries_lines(manifest: Manifest | None) -> list[str]:
     for info in found:
         for version in info.versions:
             name = f"{info.name} {version.version}" if version.version else info.name
-            lines.append(f"  {version.chunks:6d}  {name} ({version.pages} pages)")
+            lines.append(
+                f"  {version.chunks:6d}  {name} ({version.pages} pages) in {version.language}"
+            )
     return lines
 
 

@@ -223,7 +223,7 @@ def render_skill(target: SkillTarget, facts: IndexFacts, options: SkillOptions) 
         "name": name,
         "subject": subject,
         "holds": _holds(facts, topics),
-        "language": facts.manifest.language if facts.manifest else "english",
+        "language": _languages(facts.manifest),
         "search": search,
         "search_all": target.command("search", query, "--json", "--match", "all"),
         "slices": _slice_advice(target, facts, query),
@@ -332,6 +332,11 @@ def _compatibility(target: SkillTarget) -> str:
     return text[:MAX_COMPATIBILITY_CHARS]
 
 
+def _languages(manifest: Manifest | None) -> str:
+    """The languages of the index's word forms: its own and its libraries'."""
+    return " and ".join(manifest.languages().all) if manifest else "english"
+
+
 def _holds(facts: IndexFacts, topics: list[str]) -> str:
     lines = [f"- {facts.chunk_count} passages (chunks) from {_documents(facts)}."]
     if topics:
@@ -340,14 +345,16 @@ def _holds(facts: IndexFacts, topics: list[str]) -> str:
     if manifest is not None:
         lines.append(
             f"- Built {manifest.built_at:%Y-%m-%d %H:%M} UTC with {manifest.backend}; word forms"
-            f" in {manifest.language}."
+            f" in {_languages(manifest)}."
         )
     held = listed(manifest)
     for info in held:
         versions = ", ".join(v.version for v in info.versions if v.version)
         about = f": {info.description}" if info.description else ""
         versioned = f" (versions {versions})" if versions else ""
-        lines.append(f"- Library `{info.name}`{versioned}, {info.chunks} chunks{about}.")
+        own = manifest is not None and info.languages != [manifest.language]
+        language = f" in {'/'.join(info.languages)}" if own else ""
+        lines.append(f"- Library `{info.name}`{versioned}, {info.chunks} chunks{language}{about}.")
     for piece in [] if held else facts.slices():
         values = ", ".join(f"{key}={value}" for key, value in piece.metadata.items())
         lines.append(f"- Slice {values}: {piece.chunk_count} chunks.")

@@ -41,6 +41,7 @@ from .index.db import (
     memory_limited,
     objects_typed_by_first_value,
 )
+from .index.languages import Languages
 from .index.manifest import (
     LibraryRecord,
     Manifest,
@@ -49,7 +50,7 @@ from .index.manifest import (
     refreshed,
     write_manifest,
 )
-from .index.retokenize import current_manifest
+from .index.retokenize import Retokenized, current_manifest, retokenize_library
 from .index.schema import check_readable, migrate
 from .index.terms import ParsedQuery
 from .inputs import MAX_RESULTS
@@ -187,6 +188,8 @@ class VectorStore:
         self._stamped_keys: set[str] = set()  # slice keys written since the last refresh
         self._read_sources: dict[str, SourceRecord] = {}  # by prefix, since the last refresh
         self._libraries: list[LibraryRecord] | None = None  # a bundle's, since the last refresh
+        # The languages, with what they were made of (see ``languages``).
+        self._languages: tuple[tuple[Any, ...], Languages] | None = None
         if self.manifest is not None and self.manifest.quantization != self.quantization:
             self._convert()
 
@@ -386,10 +389,49 @@ class VectorStore:
         manifest lists it in place of the record of that prefix's previous source."""
         self._read_sources[record.prefix] = record
 
-    def record_libraries(self, libraries: Sequence[LibraryRecord]) -> None:
+    def record_libraries(self, libraries: Sequence[LibraryRecord]) -> dict[str, Retokenized]:
         """Record the libraries of the bundle the index holds (``bundle.index_bundle``), in
-        place of those recorded before."""
-        self._libraries = list(libraries)
+        place of those recorded before: the chunks written from now on are read in their
+        library's language. A library held whose language changes is re-tokenized in its new
+        one now (its vectors are kept); returns what was, by library (``LibraryRecord.key``)."""
+        with self.transaction():
+            before = self.languages
+            self._libraries = list(libraries)
+            after = self.languages
+            changed = [
+                record.key
+                for record in libraries
+                if before.of_library(record.key) != after.of_library(record.key)
+            ]
+            if changed:
+                self._memory = None
+            found = {
+                key: retokenize_library(
+                    self._connection, self._written_slice_keys, key, after.of_library(key)
+                )
+                for key in changed
+            }
+        return {
+            key: Retokenized(f"{before.of_library(key)} -> {after.of_library(key)}", count)
+            for key, count in found.items()
+            if count
+        }
+
+    @property
+    def languages(self) -> Languages:
+        """The language each library's words are read in: its own, else the index's
+        (``index.languages``)."""
+        # Every query reads it: made again only when what it is made of was replaced.
+        basis = (self.language, self.manifest, self._libraries)
+        if self._languages is None or any(
+            was is not now for was, now in zip(self._languages[0], basis, strict=True)
+        ):
+            libraries = self._libraries
+            if libraries is None:
+                libraries = self.manifest.libraries if self.manifest else []
+            own = ((one.key, one.language) for one in libraries)
+            self._languages = (basis, Languages.of(self.language, own))
+        return self._languages[1]
 
     def prune(self, source_prefix: str, before: datetime) -> int:
         """Delete chunks whose source starts with ``source_prefix`` and that were last written
@@ -572,7 +614,7 @@ class VectorStore:
     def _parsed_query(self, text: str) -> ParsedQuery:
         settings = self.settings
         return inputs.parsed_query(
-            text, self.language, settings.max_query_chars, settings.max_query_terms
+            text, self.languages.all, settings.max_query_chars, settings.max_query_terms
         )
 
     @staticmethod
@@ -607,10 +649,12 @@ class VectorStore:
             return None
         quantization = self.manifest.quantization if self.manifest else None
         if not self.settings.memory_index or not self._memory_index_fits(quantization):
-            return SqlSearcher(self._connection, self._dimension(), self._written_slice_keys)
+            return SqlSearcher(
+                self._connection, self._dimension(), self._written_slice_keys, self.languages
+            )
         try:
             self._memory = MemoryIndex.load(
-                self._connection, self._written_slice_keys, quantization
+                self._connection, self._written_slice_keys, self.languages, quantization
             )
             if not self._transaction_depth:  # inside one, a refusal would abort it
                 evict_cached_blocks(self._connection)
@@ -651,7 +695,7 @@ class VectorStore:
         if embeddings is not None:
             compatibility.check_written_dimension(self.db_path, self.manifest, embeddings.shape[1])
         self._memory = None
-        return writes.apply_batch(self._connection, batch, embeddings, stamp, self.language, run)
+        return writes.apply_batch(self._connection, batch, embeddings, stamp, self.languages, run)
 
     def _delete_keys(self, keys: np.ndarray) -> int:
         self._memory = None
@@ -673,8 +717,8 @@ class VectorStore:
         counts = slices.count(self._connection, slice_keys)
         # A key no chunk carries any more (its slices were pruned or deleted) is forgotten.
         slice_keys = [key for key in slice_keys if any(key in c.metadata for c in counts)]
-        if slice_keys != (self.manifest.slice_keys if self.manifest else []):
-            plain_sql.create(self._connection, slice_keys)  # its view's slice column changes
+        # What the view and macros were made for (a new index's: by its migrations).
+        made_for = _plain_sql_inputs(self.manifest)
         self.manifest = refreshed(
             self.manifest,
             backend=self.backend,
@@ -689,6 +733,8 @@ class VectorStore:
             lexical_weight=self._recorded_lexical_weight(),
         )
         self.manifest = self._with_origins(self.manifest)
+        if _plain_sql_inputs(self.manifest) != made_for:  # the view's slice column, the languages
+            plain_sql.create(self._connection, *_plain_sql_inputs(self.manifest))
         write_manifest(self._connection, self.manifest)
 
     def _with_origins(self, manifest: Manifest) -> Manifest:
@@ -835,3 +881,10 @@ class VectorStore:
                 self._stamped_keys = set()
                 self._read_sources = {}
                 self._libraries = None
+
+
+def _plain_sql_inputs(manifest: Manifest | None) -> tuple[list[str], Languages]:
+    """What ``plain_sql.create`` makes the view and macros of an index with ``manifest`` for."""
+    if manifest is None:
+        return [], Languages()
+    return manifest.slice_keys, manifest.languages()

@@ -21,6 +21,7 @@ from . import rows
 from .embedders import Embedder
 from .index import chunk_table, postings
 from .index.db import threads_reserved
+from .index.languages import Languages
 from .models import Chunk
 
 # Chunks embedded and written together: large (each batch costs a dozen statements), yet small
@@ -140,14 +141,14 @@ def apply_batch(
     batch: PlannedBatch,
     embeddings: np.ndarray | None,
     stamp: datetime,
-    language: str,
+    languages: Languages,
     run: postings.Run | None = None,
 ) -> WriteStats:
-    """Replace the changed chunks (rows and postings, their word forms in ``language``;
-    ``run``: see ``postings.Run``) and restamp the unchanged ones."""
+    """Replace the changed chunks (rows and postings, each chunk's word forms in its library's
+    language of ``languages``; ``run``: see ``postings.Run``) and restamp the unchanged ones."""
     if batch.changed and embeddings is not None:
         chunk_table.ensure_embedding(connection, embeddings.shape[1])
-        _replace_changed(connection, batch, embeddings, stamp, language, run)
+        _replace_changed(connection, batch, embeddings, stamp, languages, run)
     changed = set(batch.changed)
     same = [i for i in range(len(batch.chunks)) if i not in changed]
     if same:
@@ -160,7 +161,7 @@ def _replace_changed(
     batch: PlannedBatch,
     embeddings: np.ndarray,
     stamp: datetime,
-    language: str,
+    languages: Languages,
     run: postings.Run | None,
 ) -> None:
     chunks = batch.chunks.take(batch.changed)
@@ -171,7 +172,8 @@ def _replace_changed(
     first_key = chunk_table.next_key(connection)
     keys = np.arange(first_key, first_key + len(chunks), dtype=np.int64)
     etags = [batch.etags[i] for i in batch.changed]
-    new_rows = chunk_table.encode(chunks, keys, etags, embeddings, language)
+    chunk_languages = languages.of_chunks(chunks.columns["metadata"])
+    new_rows = chunk_table.encode(chunks, keys, etags, embeddings, chunk_languages)
     chunk_table.insert(connection, new_rows, stamp, run)
 
 

@@ -21,7 +21,7 @@ from test_indexer import a_docs_site, write
 
 from duckdb_vectors import Manifest, VectorStore, index_folder
 from duckdb_vectors.container import engine, previous
-from duckdb_vectors.container.bake import BakeSummary
+from duckdb_vectors.container.bake import BakeSummary, bundle_context
 from duckdb_vectors.container.context import write_context
 from duckdb_vectors.container.labels import manifest_from_labels, manifest_labels
 from duckdb_vectors.embedders import fingerprint_directory
@@ -113,6 +113,40 @@ def test_the_git_install_and_the_refresh_argument_leave_a_folder_bake_cached() -
     refresh = lines.index('ARG REFRESH=""')
     index = next(i for i, line in enumerate(lines) if "duckdb-vectors index" in line)
     assert git < copy < refresh < index
+
+
+def test_a_bundle_is_sent_as_the_index_stage_reads_it_each_library_in_its_language(
+    tmp_path: Path,
+) -> None:
+    """The bundle file a bake rewrites for the build names each folder where the context puts
+    it and keeps every key of its entries; indexed from the context as the image indexes it,
+    each library is in its language."""
+    write(tmp_path / "de", "tore.md", "# Tore\n\nDie Mannschaften spielten um den Sieg.\n")
+    write(tmp_path / "en", "goals.md", "# Goals\n\nThe teams played for the win.\n")
+    (tmp_path / "docs.yaml").write_text(
+        "libraries:\n  - {name: fussball, source: de, language: german}\n"
+        "  - {name: football, source: en, description: In English}\n"
+    )
+    folders, files, buildargs = bundle_context(tmp_path / "docs.yaml")
+    context = write_context(None, None, folders, files)
+    try:
+        with tarfile.open(fileobj=context.archive) as tar:
+            tar.extractall(tmp_path / "context", filter="data")
+    finally:
+        context.close()
+    docs = tmp_path / "context" / "input" / "docs"
+    built = run_cli(
+        "index", "--bundle", str(docs / buildargs["BUNDLE"]), "--db", str(tmp_path / "x.duckdb"),
+        "--backend", "hashing:64",
+    )  # fmt: skip
+    assert built.exit_code == 0, built.stderr
+    with VectorStore(tmp_path / "x.duckdb", read_only=True) as store:
+        assert [(r.name, r.language, r.description) for r in store.manifest.libraries] == [
+            ("fussball", "german", None),
+            ("football", None, "In English"),
+        ]
+        (hit,) = store.query_text("Mannschaft", filter={"library": "fussball"})
+        assert hit.chunk.source == "fussball/tore.md"
 
 
 @pytest.fixture

@@ -197,8 +197,9 @@ def test_an_index_without_libraries_says_so_when_a_library_is_asked(tmp_path: Pa
         ("libraries: [\n", "docs.yaml is not valid yaml"),
         ("libraries:\n  - {name: ray, source: a, colour: red}\n", "colour: Extra inputs"),
         (
-            "libraries:\n  - {name: ray, source: a, language: german}\n",
-            "library ray: language is the whole index's (index --bundle ... --language NAME)",
+            "libraries:\n  - {name: ray, source: a, language: klingon}\n",
+            "library ray: language: Value error, language 'klingon' has no stemmer; use one of:"
+            " arabic, armenian,",
         ),
     ],
 )

@@ -124,7 +124,7 @@ def test_every_text_field_of_a_write_is_checked_for_utf8(tmp_path: Path, field: 
 
 def test_encode_gives_every_column_insert_does_not_set() -> None:
     written = rows.ChunkColumns.of([Chunk(chunk_id="a", text="some words", title="T")])
-    encoded = chunk_table.encode(written, np.array([1]), ["e"], np.zeros((1, 4)), "english")
+    encoded = chunk_table.encode(written, np.array([1]), ["e"], np.zeros((1, 4)), ["english"])
     set_by_insert = {"stamped_at", "content_digest"}
     expected = {column.name for column in chunk_table.COLUMNS} - set_by_insert
     assert set(encoded.columns) == expected

@@ -262,6 +262,15 @@ def test_a_manifest_naming_a_language_without_a_stemmer(copy: Path) -> None:
             open_and_search(copy, read_only)
 
 
+def test_a_manifest_naming_a_library_language_without_a_stemmer(copy: Path) -> None:
+    """A library's own language (a bundle entry's) is checked as the index's is."""
+    library = {"name": "ray", "prefix": "ray/", "language": "lnigseh"}
+    _edit_manifest(copy, libraries=[library])
+    for read_only in (True, False):
+        with pytest.raises(NotAnIndexError, match=r"libraries\.0\.language.*'lnigseh' has no"):
+            open_and_search(copy, read_only)
+
+
 # -- missing model files -----------------------------------------------------------------------
 
 

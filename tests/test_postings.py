@@ -56,8 +56,8 @@ def test_an_index_with_appended_postings_loads_and_ranks_like_sql(tmp_path: Path
         store.add_texts(TEXTS[300:550])  # appended, under half: left out of term order
         store.delete_vectors([store.list_vectors(limit=5).vectors[i].chunk_id for i in range(5)])
         memory, sql = (
-            MemoryIndex.load(store.connection, store.slice_keys),
-            SqlSearcher(store.connection, 256, store.slice_keys),
+            MemoryIndex.load(store.connection, store.slice_keys, store.languages),
+            SqlSearcher(store.connection, 256, store.slice_keys, store.languages),
         )
         for query in ("red fox", "blue 7 times", "number 305", "jumps", "red dog"):
             from_memory = memory.lexical_ranking(tokenize(query), 20, Scope())

@@ -32,6 +32,7 @@ from duckdb_vectors.chunkers import (
 from duckdb_vectors.chunkers.markdown import split_front_matter
 from duckdb_vectors.config import FusionSettings
 from duckdb_vectors.filters import compile_filter
+from duckdb_vectors.index.languages import Languages
 from duckdb_vectors.index.plain_sql import macro_statements
 from duckdb_vectors.index.terms import index_terms, parse_query
 from duckdb_vectors.search.memory_index import best_with_ties
@@ -775,7 +776,7 @@ MACRO_CHARACTERS = (
 def macro() -> duckdb.DuckDBPyConnection:
     """A connection holding ``search_text_tokens``, the SQL macro's tokenizer."""
     connection = duckdb.connect()
-    connection.execute(macro_statements([])[0])
+    connection.execute(macro_statements([], Languages())[0])
     return connection
 
 
@@ -867,7 +868,7 @@ def test_sql_and_memory_rank_identically(
     assert [h.chunk.chunk_id for h in in_memory] == [h.chunk.chunk_id for h in in_sql]
     assert in_memory.match == in_sql.match
     if in_sql.match == "all":  # every hit has every query word, in some form
-        wanted = set(parse_query(query).all_terms)
+        wanted = set(parse_query(query).all_terms(["english"]))
         assert all(wanted <= set(index_terms(None, h.chunk.text)) for h in in_sql)
     for a, b in zip(in_memory, in_sql, strict=True):
         assert a.score == pytest.approx(b.score, abs=1e-6)

@@ -157,7 +157,7 @@ def test_chunks_are_re_tokenized_a_batch_at_a_time(
 ) -> None:
     connection = duckdb.connect(str(old_index))
     with Transaction(connection):
-        retokenize(connection, 2, "english")  # 5 chunks: batches of 2, 2 and 1
+        retokenize(connection, 2, "'english'")  # 5 chunks: batches of 2, 2 and 1; SQL's language
     connection.close()
     assert lexical_index(old_index) == fresh_lexical_index
 

@@ -56,8 +56,8 @@ QUERIES = [
 
 def searchers(store: VectorStore) -> tuple[MemoryIndex, SqlSearcher]:
     """The in-memory snapshot and SQL."""
-    memory = MemoryIndex.load(store.connection, store.slice_keys)
-    return memory, SqlSearcher(store.connection, 256, store.slice_keys)
+    memory = MemoryIndex.load(store.connection, store.slice_keys, store.languages)
+    return memory, SqlSearcher(store.connection, 256, store.slice_keys, store.languages)
 
 
 @pytest.mark.slow
@@ -121,7 +121,7 @@ def test_bm25_scores_agree_with_bm25s_on_the_same_tokens(scifact_store: VectorSt
     )
     position = {d["_id"]: i for i, d in enumerate(documents)}
     for query in QUERIES:
-        terms = parse_query(query).terms
+        terms = parse_query(query).terms(["english"])
         expected = reference.get_scores(terms)
         for searcher in (memory, sql):
             ranking = searcher.lexical_ranking(terms, 50, Scope())
@@ -412,7 +412,7 @@ def test_held_rows_give_back_the_chunks_and_documents_duckdb_reads(
             positions=[0, 1, None, 3, None, 5],
         )
         store.add_texts(["a later write"], ids=["later"], sources=["a.md"])
-        memory = MemoryIndex.load(store.connection, store.slice_keys)
+        memory = MemoryIndex.load(store.connection, store.slice_keys, store.languages)
         assert memory.rows is not None
         keys = memory.keys[::-1]
         expected = chunk_table.by_keys(store.connection, keys)
@@ -441,7 +441,7 @@ def test_a_sql_vector_ranking_leaves_duckdbs_cache_small(tmp_path: Path) -> None
         return scalar(connection, "SELECT sum(memory_usage_bytes) FROM duckdb_memory()")
 
     limit = scalar(connection, "SELECT current_setting('memory_limit')")
-    searcher = SqlSearcher(connection, 256, store.slice_keys)
+    searcher = SqlSearcher(connection, 256, store.slice_keys, store.languages)
     assert searcher.scan_pool_held_small  # 41 MB of vectors; a 5k-chunk index's stay cached
     ranking = searcher.vector_ranking(vectors[7], 3, Scope())
     found = scalar(connection, "SELECT chunk_id FROM chunks WHERE key = ?", [int(ranking.keys[0])])
@@ -479,7 +479,7 @@ def test_a_filtered_sql_vector_ranking_past_the_scan_limit_is_answered(tmp_path:
             for i, row in enumerate(vectors.tolist())
         ]
     )
-    searcher = SqlSearcher(store.connection, 256, store.slice_keys)
+    searcher = SqlSearcher(store.connection, 256, store.slice_keys, store.languages)
     assert searcher.scan_pool_held_small
     ranking = searcher.vector_ranking(vectors[21], 3, Scope(filter={"library": "lib1"}))
     found = scalar(
@@ -495,7 +495,7 @@ def test_a_small_index_keeps_its_vectors_in_duckdbs_cache(tmp_path: Path) -> Non
     vectors = np.random.default_rng(6).standard_normal((2_000, 256)).astype(np.float32)
     store = VectorStore(tmp_path / "x.duckdb", "hashing:256", memory_index=False)
     store.put_vectors([{"key": f"v{i}", "data": {"float32": row}} for i, row in enumerate(vectors)])
-    searcher = SqlSearcher(store.connection, 256, store.slice_keys)
+    searcher = SqlSearcher(store.connection, 256, store.slice_keys, store.languages)
     assert not searcher.scan_pool_held_small
     assert len(searcher.vector_ranking(vectors[3], 3, Scope()).keys) == 3
     store.close()

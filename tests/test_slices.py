@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 from conftest import DEFAULT_BACKEND, STATIC_MODEL, run_cli
 
 from duckdb_vectors import SliceError, VectorStore, index_folder
+from duckdb_vectors.index.slices import LIBRARY_KEY, library_of, library_sql
 
 
 def _docs(root: Path, version: str) -> Path:
@@ -114,3 +116,24 @@ def test_a_malformed_set_is_a_one_line_usage_error(tmp_path: Path, assignment: s
     assert result.exit_code == 2
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("Error: Invalid value for '--set'") and "KEY=VALUE" in last
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {},
+        {"library": "ray"},
+        {"library": "ray", "version": "2.9"},
+        {"version": "2.9"},
+        {"library": "ray", "version": None},
+        {"library": 5, "version": 2.5},
+        {"library": True, "version": "x'y"},
+    ],
+)
+def test_a_chunk_s_library_reads_the_same_in_python_and_in_sql(metadata: dict) -> None:
+    """Writes choose a chunk's language by ``library_of``, searches by ``library_sql``."""
+    with duckdb.connect() as connection:
+        in_sql = connection.execute(
+            f"SELECT {library_sql([LIBRARY_KEY], '$1::JSON')}", [json.dumps(metadata)]
+        ).fetchone()
+    assert in_sql == (library_of(metadata),)

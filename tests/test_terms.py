@@ -39,7 +39,7 @@ def best(store: VectorStore, query: str) -> str:
 
 
 def query_terms(text: str) -> list[str]:
-    return parse_query(text).terms
+    return parse_query(text).terms(["english"])
 
 
 def test_a_word_is_indexed_as_its_word_form() -> None:
@@ -50,7 +50,8 @@ def test_a_word_is_indexed_as_its_word_form() -> None:
 @pytest.mark.parametrize("code", ["E408", "read_csv_auto", "22P02", "v2.0", "2023"])
 def test_codes_and_identifiers_are_terms_as_written(code: str) -> None:
     query = parse_query(code)
-    assert query.terms == query.all_terms == tokenize(code) == [t.casefold() for t in query.terms]
+    terms = query.terms(["english"])
+    assert terms == query.all_terms(["english"]) == tokenize(code) == [t.casefold() for t in terms]
 
 
 @pytest.mark.parametrize(
@@ -82,14 +83,30 @@ def test_a_title_counts_more_than_a_mention_in_the_text(guides: VectorStore) -> 
 
 def test_conversational_words_do_not_drown_the_content_words(guides: VectorStore) -> None:
     assert best(guides, "ok but how do I register a model?") == "register"
-    assert parse_query("how do I register?").terms == ["regist"]
-    assert parse_query("how do I").terms == ["how", "do", "i"]  # nothing else: kept
-    assert parse_query("how do I register?").all_terms == ["how", "do", "i", "regist"]
+    assert query_terms("how do I register?") == ["regist"]
+    assert query_terms("how do I") == ["how", "do", "i"]  # nothing else: kept
+    assert parse_query("how do I register?").all_terms(["english"]) == ["how", "do", "i", "regist"]
 
 
 def test_a_query_s_terms_are_each_looked_up_once() -> None:
     query = parse_query("metrics, metric and METRICS")
-    assert (query.terms, query.all_terms) == (["metric"], ["metric", "and"])
+    assert (query.terms(["english"]), query.all_terms(["english"])) == (
+        ["metric"],
+        ["metric", "and"],
+    )
+
+
+def test_a_query_word_is_its_forms_in_each_language_searched() -> None:
+    """Libraries of several languages (a bundle's): a word is looked up in the forms of those a
+    search covers, and ``match="all"`` wants one of them for each word."""
+    query = parse_query("how are the Mannschaften playing?")
+    assert query.terms(["english"]) == ["mannschaften", "play"]
+    assert query.terms(["german"]) == ["mannschaft", "playing"]
+    assert query.terms(["english", "german"]) == ["mannschaften", "mannschaft", "play", "playing"]
+    assert query.required(["english", "german"])[-2:] == [
+        ["mannschaften", "mannschaft"],
+        ["play", "playing"],
+    ]
 
 
 def test_each_alphabet_is_stemmed_by_its_own_language_and_ngram_scripts_stay_exact() -> None:

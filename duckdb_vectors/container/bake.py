@@ -142,7 +142,7 @@ def bake(
         raise BakeInputError("pass a SOURCE or a bundle file (one of them)")
     if bundle is not None:
         docs, fetched = None, None
-        folders, files, bundle_buildargs = _bundle_context(Path(bundle))
+        folders, files, bundle_buildargs = bundle_context(Path(bundle))
     else:
         docs, fetched = _checked_source(str(source))
         folders, files, bundle_buildargs = {}, {}, {}
@@ -386,7 +386,7 @@ def _index_runs(summary: str) -> list[IndexSummary]:
     return [IndexSummary.model_validate(written)]
 
 
-def _bundle_context(path: Path) -> tuple[dict[str, Path], dict[str, bytes], dict[str, str]]:
+def bundle_context(path: Path) -> tuple[dict[str, Path], dict[str, bytes], dict[str, str]]:
     """A bundle as the index stage reads it: each folder library sent under its prefix, the
     bundle file rewritten to name them there, and the build arguments that point at it (git in
     the index stage if a library is a git repository; a new ``REFRESH`` if any is fetched)."""

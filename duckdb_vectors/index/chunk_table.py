@@ -30,8 +30,9 @@ from .db import (
     registered,
     registered_arrow,
     scalar,
+    string_literal,
 )
-from .terms import index_words, word_forms
+from .terms import DEFAULT_LANGUAGE, index_words, word_forms
 
 
 @dataclass(frozen=True)
@@ -118,11 +119,11 @@ def encode(
     keys: np.ndarray,
     etags: list[str],
     embeddings: np.ndarray,
-    language: str,
+    languages: Sequence[str],
 ) -> NewRows:
-    """The rows of new chunks, column by column, and their tokens, for ``insert``
-    (``stamped_at`` is set there)."""
-    tokens = token_columns(chunks.title, chunks.text, language)
+    """The rows of new chunks, column by column, and their tokens (each chunk's words in its
+    language, ``languages``), for ``insert`` (``stamped_at`` is set there)."""
+    tokens = tokenized(chunks.title, chunks.text, languages)
     columns = {
         "key": keys,
         **{name: _written(name, values) for name, values in chunks.columns.items()},
@@ -145,15 +146,16 @@ def _written(name: str, values: list[Any]) -> Sequence[Any] | np.ndarray:
 
 @dataclass(frozen=True)
 class TokenColumns:
-    """Chunks' BM25 terms, worked out once per distinct word of the batch: each chunk's word
-    count (``counts``), every chunk's words (``terms.index_words``) one after the other as
-    places in ``words`` (``word_numbers``), the batch's distinct words in the order first seen,
-    and each one's term (``terms.word_forms``)."""
+    """The BM25 terms of chunks of one language, worked out once per distinct word: each
+    chunk's word count (``counts``), every chunk's words (``terms.index_words``) one after the
+    other as places in ``words`` (``word_numbers``), the distinct words in the order first
+    seen, and each one's term in ``language`` (``terms.word_forms``)."""
 
     counts: np.ndarray
     word_numbers: np.ndarray
     words: list[str]
     terms: list[str]
+    language: str
 
     @property
     def word_forms(self) -> list[tuple[str, str]]:
@@ -165,12 +167,41 @@ class TokenColumns:
 
 
 @dataclass(frozen=True)
+class Tokens:
+    """A batch's BM25 terms: each chunk's word count, and the ``TokenColumns`` of the chunks of
+    each language (``groups``: their positions in the batch, and their tokens)."""
+
+    counts: np.ndarray
+    groups: list[tuple[np.ndarray, TokenColumns]]
+
+
+@dataclass(frozen=True)
 class NewRows:
     """What ``encode`` makes of new chunks: the table's columns (all but those ``insert``
     sets), and their tokens for the postings."""
 
     columns: dict[str, Sequence[Any] | np.ndarray]
-    tokens: TokenColumns
+    tokens: Tokens
+
+
+def tokenized(
+    titles: Sequence[str | None], texts: Sequence[str], languages: Sequence[str]
+) -> Tokens:
+    """The tokens of chunks, each in its language (``languages``, one per chunk)."""
+    if len(set(languages)) <= 1:  # the chunks of an index of one language
+        columns = token_columns(titles, texts, languages[0] if languages else DEFAULT_LANGUAGE)
+        return Tokens(columns.counts, [(np.arange(len(texts)), columns)])
+    rows: dict[str, list[int]] = {}
+    for row, language in enumerate(languages):
+        rows.setdefault(language, []).append(row)
+    counts = np.empty(len(texts), dtype=np.int32)
+    groups = []
+    for language, chosen in rows.items():
+        positions = np.asarray(chosen, dtype=np.int64)
+        columns = token_columns([titles[i] for i in chosen], [texts[i] for i in chosen], language)
+        counts[positions] = columns.counts
+        groups.append((positions, columns))
+    return Tokens(counts, groups)
 
 
 def token_columns(
@@ -185,7 +216,7 @@ def token_columns(
         numbers.extend(map(numbering.__getitem__, words))
     words = list(numbering)
     return TokenColumns(
-        counts, np.frombuffer(numbers, dtype=np.int32), words, word_forms(words, language)
+        counts, np.frombuffer(numbers, dtype=np.int32), words, word_forms(words, language), language
     )
 
 
@@ -243,21 +274,26 @@ def insert(
 def _insert_postings(
     connection: duckdb.DuckDBPyConnection,
     keys: np.ndarray,
-    tokens: TokenColumns,
+    tokens: Tokens,
     run: postings.Run | None = None,
 ) -> None:
-    term_ids = postings.term_ids(connection, tokens.terms)
-    postings.insert(connection, np.repeat(keys, tokens.counts), term_ids[tokens.word_numbers], run)
-    postings.insert_word_forms(connection, tokens.word_forms)
+    for positions, columns in tokens.groups:
+        group_keys = keys if len(positions) == len(keys) else keys[positions]
+        term_ids = postings.term_ids(connection, columns.terms)
+        postings.insert(
+            connection, np.repeat(group_keys, columns.counts), term_ids[columns.word_numbers], run
+        )
+        postings.insert_word_forms(connection, columns.language, columns.word_forms)
 
 
 def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int, language: str) -> None:
     """Recount every chunk's tokens and rebuild the postings and word forms with this
-    tokenizer, reading ``batch_size`` chunks at a time (memory stays bounded). The caller owns
-    the transaction."""
+    tokenizer, each chunk's words in its language (``language``: a SQL expression of it,
+    ``Languages.sql``), reading ``batch_size`` chunks at a time (memory stays bounded). The
+    caller owns the transaction."""
     postings.clear(connection)
-    for keys, titles, texts in _texts_in_key_order(connection, batch_size):
-        tokens = token_columns(titles, texts, language)
+    for keys, titles, texts, languages in _texts_in_key_order(connection, batch_size, language):
+        tokens = tokenized(titles, texts, languages)
         with registered(connection, "retokenized", {"key": keys, "token_count": tokens.counts}):
             connection.execute(
                 "UPDATE chunks SET token_count = r.token_count FROM retokenized r"
@@ -266,28 +302,58 @@ def retokenize(connection: duckdb.DuckDBPyConnection, batch_size: int, language:
         _insert_postings(connection, keys, tokens)
 
 
+def retokenize_where(
+    connection: duckdb.DuckDBPyConnection,
+    batch_size: int,
+    language: str,
+    condition: str,
+    parameters: list[Any],
+) -> int:
+    """Rebuild the postings of the chunks that match ``condition`` (SQL over their columns,
+    its parameters numbered from ``$3``) with their words in ``language`` (a Snowball name),
+    ``batch_size`` at a time; return how many. Their token counts do not depend on the
+    language. The caller owns the transaction."""
+    count = 0
+    texts = _texts_in_key_order(
+        connection, batch_size, string_literal(language), condition, parameters
+    )
+    for keys, titles, chunk_texts, languages in texts:
+        postings.delete_keys(connection, keys.tolist())
+        _insert_postings(connection, keys, tokenized(titles, chunk_texts, languages))
+        count += len(keys)
+    return count
+
+
 def record_word_forms(
     connection: duckdb.DuckDBPyConnection, batch_size: int, language: str
 ) -> None:
-    """Record the word forms of every chunk's words (an index written before they were kept)."""
-    for _, titles, texts in _texts_in_key_order(connection, batch_size):
-        postings.insert_word_forms(connection, token_columns(titles, texts, language).word_forms)
+    """Record the word forms of every chunk's words (an index written before they were kept),
+    in its language (``language``: a SQL expression of it)."""
+    for _, titles, texts, languages in _texts_in_key_order(connection, batch_size, language):
+        for _, columns in tokenized(titles, texts, languages).groups:
+            postings.insert_word_forms(connection, columns.language, columns.word_forms)
 
 
 def _texts_in_key_order(
-    connection: duckdb.DuckDBPyConnection, batch_size: int
-) -> Iterator[tuple[np.ndarray, list[str | None], list[str]]]:
-    """Every chunk's key, title and text, ``batch_size`` chunks at a time, in key order."""
+    connection: duckdb.DuckDBPyConnection,
+    batch_size: int,
+    language: str,
+    condition: str = "true",
+    parameters: Sequence[Any] = (),
+) -> Iterator[tuple[np.ndarray, list[str | None], list[str], list[str]]]:
+    """The key, title, text and language (``language``, a SQL expression of it) of every chunk
+    that matches ``condition``, ``batch_size`` chunks at a time, in key order."""
     after = -1
     while True:
         batch = connection.execute(
-            "SELECT key, title, text FROM chunks WHERE key > $1 ORDER BY key LIMIT $2",
-            [after, batch_size],
+            f"SELECT key, title, text, {language} FROM chunks"
+            f" WHERE key > $1 AND ({condition}) ORDER BY key LIMIT $2",
+            [after, batch_size, *parameters],
         ).fetchall()
         if not batch:
             return
-        keys = np.asarray([key for key, _, _ in batch], dtype=np.int64)
-        yield keys, [title for _, title, _ in batch], [text for _, _, text in batch]
+        keys = np.asarray([row[0] for row in batch], dtype=np.int64)
+        yield keys, [row[1] for row in batch], [row[2] for row in batch], [row[3] for row in batch]
         after = int(keys[-1])
 
 
@@ -368,6 +434,17 @@ def stale_keys(
         keys_where("source IS NOT NULL AND starts_with(source, $1) AND stamped_at < $2"),
         [source_prefix, before],
     ).fetchnumpy()["key"]
+
+
+def libraries(connection: duckdb.DuckDBPyConnection, library: str) -> list[str]:
+    """The libraries of the chunks (``library``, a SQL expression of a chunk's), in the order
+    ``lengths`` numbers them."""
+    return [
+        name
+        for (name,) in connection.sql(
+            f"SELECT DISTINCT {library} FROM chunks ORDER BY 1"
+        ).fetchall()
+    ]
 
 
 def lengths(connection: duckdb.DuckDBPyConnection, library: str) -> dict[str, np.ndarray]:

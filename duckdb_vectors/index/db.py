@@ -104,6 +104,12 @@ def scalar(
     return row[0] if row else None
 
 
+def string_literal(value: str) -> str:
+    """A SQL string literal of ``value`` (for SQL stored in the file, where no parameter can
+    stand)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
 def has_table(connection: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Whether the open file (not a temporary or attached one) has table ``name``."""
     return bool(

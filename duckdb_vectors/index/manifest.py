@@ -14,9 +14,10 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from ..config import Quantization
 from ..errors import NotAnIndexError
 from .db import scalar
+from .languages import Languages
 from .schema import SCHEMA_VERSION
-from .slices import SliceCount
-from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME, checked_language
+from .slices import SliceCount, library_key
+from .terms import DEFAULT_LANGUAGE, TOKENIZER_NAME, checked_language, own_language
 
 
 class SourceRecord(BaseModel):
@@ -47,6 +48,16 @@ class LibraryRecord(BaseModel):
     version: str | None = None
     description: str | None = None
     prefix: str
+    language: str | None = Field(
+        None, description="The Snowball language of its words; None: the index's (language)."
+    )
+
+    _known_language = field_validator("language")(own_language)
+
+    @property
+    def key(self) -> str:
+        """The library as its chunks name it (``slices.library_key``): ``ray@2.9``."""
+        return library_key(self.name, self.version)
 
 
 class Manifest(BaseModel):
@@ -91,6 +102,10 @@ class Manifest(BaseModel):
 
     # A language without a stemmer would fail every search later, inside the tokenizer.
     _known_language = field_validator("language")(checked_language)
+
+    def languages(self) -> Languages:
+        """The language each library's words are read in (``index.languages``)."""
+        return Languages.of(self.language, ((one.key, one.language) for one in self.libraries))
 
 
 def package_version() -> str:

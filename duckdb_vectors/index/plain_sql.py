@@ -25,8 +25,10 @@ from ..citations import URL_KEY
 from ..filters import json_path_literal
 from . import chunk_table
 from .db import scalar
-from .postings import create_word_forms
-from .slices import NO_LIBRARY, library_sql
+from .db import string_literal as _string
+from .languages import Languages
+from .postings import add_word_form_languages, create_word_forms
+from .slices import NO_LIBRARY, library_key, library_sql
 from .terms import DEFAULT_LANGUAGE, QUESTION_WORDS
 
 VIEW = "chunk_view"
@@ -34,11 +36,6 @@ MACRO = "search_text"
 DEFAULT_K = 10
 # Chunks tokenized at a time when an older index's word forms are recorded.
 _BATCH = 16_384
-
-
-def _string(value: str) -> str:
-    """A SQL string literal of ``value``."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 def view_columns(slice_keys: list[str]) -> str:
@@ -117,11 +114,12 @@ def _query_words(query: str) -> str:
     )
 
 
-def macro_statements(slice_keys: list[str]) -> list[str]:
+def macro_statements(slice_keys: list[str], languages: Languages) -> list[str]:
     """The macros, each a ``CREATE OR REPLACE MACRO`` statement: ``search_text(query, k := 10,
     slice := NULL)``, the ``k`` best chunks by BM25 as ``chunk_view`` rows with their ``score``
     (``slice``, a struct, keeps chunks whose metadata holds those values), and its helpers
-    ``search_text_tokens(query)`` and ``search_text_terms(query)``.
+    ``search_text_tokens(query)`` and ``search_text_terms(query, slice := NULL)`` (a query
+    word's forms in the languages of the libraries the slice holds chunks of: ``languages``).
 
     No macro has a WITH clause: DuckDB 1.4.0 cannot bind the CTEs of a macro DuckDB 2 stored.
     Parameters stand for their values wherever their names appear, so no column is named
@@ -140,17 +138,24 @@ SELECT unnest(list_concat([word],
 )) AS token
 FROM {_query_words("query")}
 """
+    library = library_sql(slice_keys)
+    sliced = "slice IS NULL OR json_contains(c.metadata, to_json(slice))"
+    searched_languages = (
+        f"SELECT DISTINCT {languages.sql(library_sql(slice_keys, 'c.metadata'))} AS language"
+        f" FROM chunks c WHERE {sliced}"
+        if languages.several
+        else f"SELECT {_string(languages.default)} AS language"
+    )
     terms = f"""
-CREATE OR REPLACE MACRO {MACRO}_terms(query) AS TABLE
+CREATE OR REPLACE MACRO {MACRO}_terms(query, slice := NULL) AS TABLE
 SELECT DISTINCT coalesce(f.term, q.token) AS term
 FROM (
     SELECT token FROM {MACRO}_tokens(query)
     WHERE {content} OR NOT EXISTS (SELECT 1 FROM {MACRO}_tokens(query) WHERE {content})
 ) q
-LEFT JOIN word_forms f ON f.word = q.token
+CROSS JOIN ({searched_languages}) l
+LEFT JOIN word_forms f ON f.word = q.token AND f.language = l.language
 """
-    library = library_sql(slice_keys)
-    sliced = "slice IS NULL OR json_contains(c.metadata, to_json(slice))"
     searched = (  # the libraries the slice holds chunks of: BM25's statistics are theirs
         f"SELECT {library}"
         if library == NO_LIBRARY
@@ -168,7 +173,9 @@ FROM (
         JOIN (
             SELECT key, {library} AS library, {library} IN ({searched}) AS searched FROM chunks
         ) l USING (key)
-        WHERE term_id IN (SELECT t.term_id FROM terms t JOIN {MACRO}_terms(query) USING (term))
+        WHERE term_id IN (
+            SELECT t.term_id FROM terms t JOIN {MACRO}_terms(query, slice := slice) USING (term)
+        )
     ) m
     JOIN chunks c USING (key)
     JOIN (
@@ -189,20 +196,43 @@ ORDER BY best.score DESC, c.key
     return [tokens, terms, search]
 
 
-def create(connection: duckdb.DuckDBPyConnection, slice_keys: list[str]) -> None:
-    """(Re)create ``chunk_view`` and the macros for an index with these slice keys."""
+def create(
+    connection: duckdb.DuckDBPyConnection, slice_keys: list[str], languages: Languages
+) -> None:
+    """(Re)create ``chunk_view`` and the macros for an index with these slice keys and
+    languages (what ``Manifest.slice_keys`` and ``Manifest.languages`` say)."""
     connection.execute(
         f"CREATE OR REPLACE VIEW {VIEW} AS SELECT {view_columns(slice_keys)} FROM chunks c"
     )
-    for statement in macro_statements(slice_keys):
+    for statement in macro_statements(slice_keys, languages):
         connection.execute(statement)
 
 
 def migrate(connection: duckdb.DuckDBPyConnection) -> None:
     """Schema 7: the word forms of what the index holds, and the view and macro over it."""
     create_word_forms(connection)
+    slice_keys, languages = _recorded(connection)
+    language = languages.sql(library_sql(slice_keys))
+    chunk_table.record_word_forms(connection, _BATCH, language)
+    create(connection, slice_keys, languages)
+
+
+def migrate_languages(connection: duckdb.DuckDBPyConnection) -> None:
+    """Schema 11: word forms by language, and the macros that look them up so."""
+    slice_keys, languages = _recorded(connection)
+    add_word_form_languages(connection, languages.default)
+    create(connection, slice_keys, languages)
+
+
+def _recorded(connection: duckdb.DuckDBPyConnection) -> tuple[list[str], Languages]:
+    """The slice keys and languages the manifest records (read as JSON: ``manifest.py`` needs
+    the schema's version, so the migrations cannot import it)."""
     document = scalar(connection, "SELECT document FROM manifest WHERE id = 1")
     manifest = json.loads(document) if document else {}
-    language = manifest.get("language", DEFAULT_LANGUAGE)
-    chunk_table.record_word_forms(connection, _BATCH, language)
-    create(connection, manifest.get("slice_keys", []))
+    own = [
+        (library_key(one["name"], one.get("version")), one.get("language"))
+        for one in manifest.get("libraries", [])
+    ]
+    return manifest.get("slice_keys", []), Languages.of(
+        manifest.get("language", DEFAULT_LANGUAGE), own
+    )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from .db import first_row, has_table, numpy_batches, registered_arrow, scalar
+from .db import column_type, first_row, has_table, numpy_batches, registered_arrow, scalar
 
 
 @dataclass(frozen=True)
@@ -211,26 +211,44 @@ def _pairs(term_ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 # -- word forms ------------------------------------------------------------------------------
 #
-# ``word_forms(word, term)`` holds every indexed word whose term is not the word itself, so that
-# SQL, which has no stemmer, can turn a query's words into terms (``plain_sql``). A word's term
-# depends only on the index's language, so a row stays right after its chunks are gone.
+# ``word_forms(language, word, term)`` holds every indexed word whose term is not the word
+# itself, in the language it was indexed in, so that SQL, which has no stemmer, can turn a
+# query's words into terms (``plain_sql``). A word's term depends only on its language, so a
+# row stays right after its chunks are gone.
+
+WORD_FORMS_COLUMNS = "language VARCHAR NOT NULL, word VARCHAR NOT NULL, term VARCHAR NOT NULL"
 
 
 def create_word_forms(connection: duckdb.DuckDBPyConnection) -> None:
+    connection.execute(f"CREATE TABLE IF NOT EXISTS word_forms ({WORD_FORMS_COLUMNS})")
+
+
+def add_word_form_languages(connection: duckdb.DuckDBPyConnection, language: str) -> None:
+    """Schema 11: the ``word_forms(word, term)`` of schema 7 to 10, each row of ``language``
+    (the index's one language then)."""
+    if column_type(connection, "word_forms", "language") is not None:
+        return  # made by this release's migration 7
+    connection.execute(f"CREATE TABLE word_forms_by_language ({WORD_FORMS_COLUMNS})")
     connection.execute(
-        "CREATE TABLE IF NOT EXISTS word_forms (word VARCHAR NOT NULL, term VARCHAR NOT NULL)"
+        "INSERT INTO word_forms_by_language SELECT $1, word, term FROM word_forms", [language]
     )
+    connection.execute("DROP TABLE word_forms")
+    connection.execute("ALTER TABLE word_forms_by_language RENAME TO word_forms")
 
 
-def insert_word_forms(connection: duckdb.DuckDBPyConnection, forms: list[tuple[str, str]]) -> None:
-    """Record ``(word, term)`` pairs, each word once."""
+def insert_word_forms(
+    connection: duckdb.DuckDBPyConnection, language: str, forms: list[tuple[str, str]]
+) -> None:
+    """Record ``(word, term)`` pairs of ``language``, each word once."""
     if not forms:
         return
     words, word_terms = zip(*forms, strict=True)
     with registered_arrow(connection, "new_word_forms", {"word": words, "term": word_terms}):
         connection.execute(
-            "INSERT INTO word_forms SELECT word, term FROM new_word_forms n"
-            " WHERE NOT EXISTS (SELECT 1 FROM word_forms f WHERE f.word = n.word)"
+            "INSERT INTO word_forms SELECT $1, word, term FROM new_word_forms n"
+            " WHERE NOT EXISTS"
+            " (SELECT 1 FROM word_forms f WHERE f.language = $1 AND f.word = n.word)",
+            [language],
         )
 
 

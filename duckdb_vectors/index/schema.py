@@ -80,6 +80,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         documents.add_validators,
         readable_without=True,
     ),
+    # The SDK stems queries itself: only search_text reads word_forms, and a file's own macro
+    # reads the word_forms it was stored with.
+    Migration(
+        11,
+        "word_forms.language: the word forms of each library's language",
+        plain_sql.migrate_languages,
+        readable_without=True,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 UPGRADE_COMMAND = "duckdb-vectors upgrade --db"  # brings a file up to this version

@@ -10,7 +10,9 @@ values (``guide.md`` as ``2.0/guide.md``), and a run whose prefix holds chunks o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import duckdb
 from pydantic import BaseModel, Field
@@ -144,6 +146,25 @@ def library_sql(slice_keys: Sequence[str], metadata: str = "metadata") -> str:
         return NO_LIBRARY
     name, version = _value_sql(LIBRARY_KEY, metadata), _value_sql(VERSION_KEY, metadata)
     return f"coalesce({name} || coalesce('@' || {version}, ''), '')"
+
+
+def library_key(name: str, version: str | None) -> str:
+    """A library as ``library_sql`` names it: ``ray@2.9``, or ``ray`` without a version."""
+    return name if version is None else f"{name}@{version}"
+
+
+def library_of(metadata: Mapping[str, Any]) -> str:
+    """``library_sql`` in Python: the library of a chunk with this metadata (in an index with
+    libraries), ``''`` for a chunk of none. A value that is not a string reads as its JSON text,
+    as DuckDB's ``json_extract_string`` reads it."""
+    name, version = (_json_string(metadata.get(key)) for key in (LIBRARY_KEY, VERSION_KEY))
+    return "" if name is None else library_key(name, version)
+
+
+def _json_string(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _value_sql(key: str, metadata: str = "metadata") -> str:

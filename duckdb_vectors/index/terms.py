@@ -2,8 +2,10 @@
 
 - **Codes and identifiers** (a token with a digit, an underscore or a joiner: ``S3``, ``v2.0``,
   ``read_csv_auto``) are terms as written (``tokenizer.tokenize``'s tokens).
-- **Words** (alphabetic tokens) are their Snowball stem: Latin letters in the index's language,
-  Cyrillic, Greek, Arabic and Armenian by their script's stemmer; other scripts as written.
+- **Words** (alphabetic tokens) are their Snowball stem: Latin letters in the chunk's language
+  (its library's, else the index's: ``languages``), Cyrillic, Greek, Arabic and Armenian by
+  their script's stemmer; other scripts as written. A query word is each of its forms in the
+  languages of the libraries searched.
   Stems replace the words rather than sit beside them, which ranked lower (docs/relevance.md).
 - **Headings as a field**: the title breadcrumb's terms count ``TITLE_WEIGHT`` times.
 - **Question words**: a query's conversational words are left out when content words remain.
@@ -14,6 +16,7 @@ is only searched with the terms that built it (see ``retokenize``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -62,34 +65,53 @@ def index_words(title: str | None, text: str) -> list[str]:
 @dataclass(frozen=True)
 class ParsedQuery:
     """A query's text and what the search reads of it, made once where the text enters
-    (``parse_query``).
+    (``parse_query``). Its terms depend on the languages of the libraries searched
+    (``index.languages``): each word's form in each of them.
 
     Attributes:
         text: the text, as given (what the model embeds).
-        terms: the terms BM25 looks up, each once: those of its content words (of all its
-            words if it has no other; see ``QUESTION_WORDS``).
-        all_terms: the terms of every word, conversational ones too, each once: what a chunk
-            must hold for ``match="all"``.
+        words: the words BM25 looks up, each once: its content words (all its words if it has
+            no other; see ``QUESTION_WORDS``).
+        all_words: every word, conversational ones too, each once: what a chunk must hold for
+            ``match="all"``.
         mostly_latin: whether its letters are mostly Latin (``tokenizer.mostly_latin``).
     """
 
     text: str
-    terms: list[str]
-    all_terms: list[str]
+    words: list[str]
+    all_words: list[str]
     mostly_latin: bool
 
+    def terms(self, languages: Sequence[str]) -> list[str]:
+        """The terms BM25 looks up in ``languages``: each word's form in each, each once."""
+        return _distinct_forms(self.words, languages)
 
-def parse_query(text: str, language: str = DEFAULT_LANGUAGE) -> ParsedQuery:
-    """``text`` as a query in an index of ``language``: tokenized once."""
+    def all_terms(self, languages: Sequence[str]) -> list[str]:
+        """The terms of every word in ``languages``, each once."""
+        return _distinct_forms(self.all_words, languages)
+
+    def required(self, languages: Sequence[str]) -> list[list[str]]:
+        """For ``match="all"``: each word as its forms in ``languages``, any of which a chunk
+        must hold (each list once)."""
+        groups = (tuple(_distinct_forms([word], languages)) for word in self.all_words)
+        return [list(group) for group in dict.fromkeys(groups)]
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """``text`` as a query: tokenized once."""
     words = tokenize(text)
-    forms = word_forms(words, language)
-    content = [form for word, form in zip(words, forms, strict=True) if word not in QUESTION_WORDS]
+    content = [word for word in words if word not in QUESTION_WORDS]
     return ParsedQuery(
-        text,
-        list(dict.fromkeys(content or forms)),
-        list(dict.fromkeys(forms)),
-        mostly_latin(text),
+        text, list(dict.fromkeys(content or words)), list(dict.fromkeys(words)), mostly_latin(text)
     )
+
+
+def _distinct_forms(words: list[str], languages: Sequence[str]) -> list[str]:
+    """Each word's forms in ``languages``, word after word, each form once."""
+    if len(languages) == 1:  # every index of one language: on each query's path
+        return list(dict.fromkeys(map(_forms(languages[0]).__getitem__, words)))
+    by_language = [word_forms(words, language) for language in languages]
+    return list(dict.fromkeys(form for forms in zip(*by_language, strict=True) for form in forms))
 
 
 def word_forms(words: list[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
@@ -139,6 +161,11 @@ def _stemmer_for(word: str, language: str) -> Stemmer.Stemmer | None:
 
 
 LANGUAGES = tuple(Stemmer.algorithms())
+
+
+def own_language(language: str | None) -> str | None:
+    """A library's own language: none (the index's), or one Snowball has a stemmer for."""
+    return language if language is None else checked_language(language)
 
 
 def checked_language(language: str) -> str:

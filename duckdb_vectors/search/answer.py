@@ -27,6 +27,7 @@ from ..index.db import (
     registered,
     scan_buffer_pool,
 )
+from ..index.languages import Languages
 from ..index.terms import ParsedQuery
 from ..models import Chunk, SearchResult, SearchResults
 from .ranking import FusedRanking, Ranking, fuse
@@ -86,8 +87,9 @@ class Query:
     """What to rank by (a vector, the text's BM25 terms, or both: fused), and how many to
     return.
 
-    ``text`` is the query's text as the store parsed it: BM25 ranks by its ``terms`` unless
-    ``lexical`` is False, and ``match="all"`` keeps the chunks that hold all of them.
+    ``text`` is the query's text as the store parsed it: BM25 ranks by its terms (in the
+    languages of the libraries searched) unless ``lexical`` is False, and ``match="all"`` keeps
+    the chunks that hold every word in one of them.
     ``rescore`` is a fragment already checked by ``user_sql.validate_fragment`` (the store
     checks it before it loads a model to embed the query). ``vector_reads_text`` False says the
     model could not read the question (an English model, a question in Cyrillic or Chinese):
@@ -106,24 +108,19 @@ class Query:
     vector_reads_text: bool = True
 
     def __post_init__(self) -> None:
-        if self.vector is None and self.terms is None:
+        if self.vector is None and self.lexical_text is None:
             raise ValueError("a query ranks by a vector, by terms, or by both")
 
     @property
-    def terms(self) -> list[str] | None:
-        """The terms BM25 ranks by (each once), or None when it does not rank."""
-        return self.text.terms if self.text is not None and self.lexical else None
-
-    @property
-    def all_terms(self) -> list[str] | None:
-        """The terms every result must hold (``match="all"``, each once), or None."""
-        return self.text.all_terms if self.text is not None and self.match == "all" else None
+    def lexical_text(self) -> ParsedQuery | None:
+        """The text whose terms BM25 ranks by, or None when it does not rank."""
+        return self.text if self.lexical else None
 
     def depth(self, fusion: FusionSettings) -> int:
         """How many candidates each signal ranks: more than ``top_k`` when results are
         fused, rescored or kept one per source, so that a chunk ranked lower by one signal (or
         below other chunks of its document) can still make it."""
-        both = self.vector is not None and self.terms is not None
+        both = self.vector is not None and self.lexical_text is not None
         if both or self.rescore is not None or self.one_per_source:
             return max(fusion.candidates, self.top_k)
         return self.top_k
@@ -134,8 +131,15 @@ class Searcher(Protocol):
 
     def lexical_ranking(self, terms: list[str], depth: int, scope: Scope) -> Ranking: ...
 
-    def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
-        """The keys (ascending) of the chunks in ``scope`` that contain every one of ``terms``."""
+    def languages(self, scope: Scope) -> list[str]:
+        """The languages (sorted) of the libraries ``scope`` holds chunks of, whose forms of
+        the query's words BM25 looks up (``index.languages``); the index's if it holds none.
+        The keys a search narrows it to (``match="all"``) do not count."""
+        ...
+
+    def keys_with_every(self, groups: list[list[str]], scope: Scope) -> np.ndarray:
+        """The keys (ascending) of the chunks in ``scope`` that contain a term of every one of
+        ``groups`` (``ParsedQuery.required``)."""
         ...
 
     def chunks(self, keys: np.ndarray) -> list[Chunk]: ...
@@ -149,11 +153,12 @@ class Searcher(Protocol):
 class SqlSearcher:
     """Rankings computed by DuckDB on each query; exact, and nothing is loaded up front.
     ``slice_keys`` are the index's (its manifest's): whether its chunks have libraries, whose
-    BM25 statistics are their own."""
+    BM25 statistics are their own; ``index_languages`` the language of each library."""
 
     connection: duckdb.DuckDBPyConnection
     dimension: int
     slice_keys: Sequence[str]
+    index_languages: Languages
     layout: postings.Layout = field(init=False)
     scan_pool_held_small: bool = field(init=False)
 
@@ -233,14 +238,28 @@ class SqlSearcher:
         condition, _ = replace(scope, keys=None).condition(parameter_offset=4)
         return f"SELECT DISTINCT {library} AS library FROM chunks WHERE {condition}"
 
-    def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
-        wanted = list(dict.fromkeys(terms))
-        condition, parameters = scope.condition(parameter_offset=2)
+    def languages(self, scope: Scope) -> list[str]:
+        if not self.index_languages.several:
+            return [self.index_languages.default]
+        condition, parameters = replace(scope, keys=None).condition()
+        library = slices.library_sql(self.slice_keys)
+        found = self.connection.execute(
+            f"SELECT DISTINCT {library} FROM chunks WHERE {condition}", parameters
+        ).fetchall()
+        return self.index_languages.of_libraries(name for (name,) in found)
+
+    def keys_with_every(self, groups: list[list[str]], scope: Scope) -> np.ndarray:
+        terms = [term for group in groups for term in group]
+        numbers = [number for number, group in enumerate(groups) for _ in group]
+        condition, parameters = scope.condition(parameter_offset=3)
         found = self.connection.execute(
             f"SELECT p.key FROM {self.layout.of_terms('$1::VARCHAR[]')} p"
+            f" JOIN (SELECT t.term_id, w.number FROM {self.layout.terms} t"
+            "  JOIN (SELECT unnest($1::VARCHAR[]) AS term, unnest($2::INTEGER[]) AS number) w"
+            "  USING (term)) w USING (term_id)"
             f" JOIN chunks c USING (key) WHERE {condition}"
-            " GROUP BY p.key HAVING count(DISTINCT p.term_id) = $2 ORDER BY p.key",
-            [wanted, len(wanted), *parameters],
+            " GROUP BY p.key HAVING count(DISTINCT w.number) = $3 ORDER BY p.key",
+            [terms, numbers, len(groups), *parameters],
         ).fetchnumpy()["key"]
         return np.asarray(found, dtype=np.int64)
 
@@ -260,11 +279,15 @@ def answer(
 ) -> SearchResults:
     """Rank, fuse, rescore and fetch the ``top_k`` chunks (``index_name`` names the file in
     errors)."""
-    depth, scope, vector, terms = query.depth(fusion), query.scope, query.vector, query.terms
+    depth, scope, vector, text = query.depth(fusion), query.scope, query.vector, query.lexical_text
     try:
-        scope, match = _matching_scope(query, searcher)
+        words_read = text is not None or (query.text is not None and query.match == "all")
+        languages = searcher.languages(scope) if words_read else []
+        scope, match = _matching_scope(query, searcher, languages)
         by_vector = None if vector is None else searcher.vector_ranking(vector, depth, scope)
-        by_text = None if terms is None else searcher.lexical_ranking(terms, depth, scope)
+        by_text = None
+        if text is not None:
+            by_text = searcher.lexical_ranking(text.terms(languages), depth, scope)
     except duckdb.Error as error:
         if not scope.has_user_sql:  # no user SQL involved: the file itself is damaged
             raise NotAnIndexError(f"{index_name} cannot be read: {first_line(error)}") from None
@@ -303,12 +326,16 @@ def _hits(chunks: list[Chunk], top: FusedRanking) -> list[SearchResult]:
     ]
 
 
-def _matching_scope(query: Query, searcher: Searcher) -> tuple[Scope, str]:
-    """The query's scope narrowed to chunks with every term (``match="all"``) and the match
-    that was applied: "any" when not asked, or, when no chunk has them all, the fallback."""
-    if not query.all_terms:  # not asked, or a query with no token: every chunk has them all
-        return query.scope, "all" if query.all_terms is not None else "any"
-    keys = searcher.keys_with_every(query.all_terms, query.scope)
+def _matching_scope(query: Query, searcher: Searcher, languages: list[str]) -> tuple[Scope, str]:
+    """The query's scope narrowed to chunks with every word, in one of its forms in
+    ``languages`` (``match="all"``), and the match that was applied: "any" when not asked, or,
+    when no chunk has them all, the fallback."""
+    if query.text is None or query.match != "all":
+        return query.scope, "any"
+    groups = query.text.required(languages)
+    if not groups:  # a query with no token: every chunk has them all
+        return query.scope, "all"
+    keys = searcher.keys_with_every(groups, query.scope)
     if len(keys) == 0:
         return query.scope, MATCH_FELL_BACK
     return replace(query.scope, keys=keys), "all"

@@ -28,6 +28,7 @@ from ..config import Quantization
 from ..errors import NotAnIndexError
 from ..index import chunk_table, postings, slices, vector_codes
 from ..index.db import numpy_batches, scalar, scan_buffer_pool
+from ..index.languages import Languages
 from ..models import Chunk
 from .answer import Scope
 from .quantization import Int8Vectors
@@ -205,6 +206,9 @@ class MemoryIndex:
         rows: the ``chunk_table.CHUNK_FIELDS`` columns of the chunks, each a list in key
             order (``_held_rows``); None to read them from ``connection`` per query.
         filter_rows: the rows of the metadata filters searched last.
+        index_languages: the language of each library's words.
+        library_names: each library's name, by its number in ``postings`` (only read, so only
+            held, when the libraries have several languages).
     """
 
     connection: duckdb.DuckDBPyConnection
@@ -213,16 +217,21 @@ class MemoryIndex:
     postings: _Postings
     rows: list[list[Any]] | None
     filter_rows: _FilterRows
+    index_languages: Languages
+    library_names: list[str]
 
     @classmethod
     def load(
         cls,
         connection: duckdb.DuckDBPyConnection,
         slice_keys: Sequence[str],
+        languages: Languages,
         quantization: Quantization | None = None,
     ) -> MemoryIndex:
-        """The snapshot of what ``connection`` sees (an index with ``slice_keys``)."""
-        core = chunk_table.lengths(connection, slices.library_sql(slice_keys))
+        """The snapshot of what ``connection`` sees (an index with ``slice_keys``, whose
+        libraries' words are read in ``languages``)."""
+        library_sql = slices.library_sql(slice_keys)
+        core = chunk_table.lengths(connection, library_sql)
         keys = np.asarray(core["key"], dtype=np.int64)
         lengths = np.asarray(core["token_count"], dtype=np.float64)
         library = np.asarray(core["library"], dtype=np.int32)
@@ -239,7 +248,17 @@ class MemoryIndex:
         if len(keys) <= RESIDENT_ROWS_LIMIT:
             rows = _held_rows(connection, keys)
             _release_cached_blocks(connection)
-        return cls(connection, keys, vectors, inverted, rows, _FilterRows(connection, keys))
+        names = chunk_table.libraries(connection, library_sql) if languages.several else []
+        return cls(
+            connection,
+            keys,
+            vectors,
+            inverted,
+            rows,
+            _FilterRows(connection, keys),
+            languages,
+            names,
+        )
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -270,15 +289,26 @@ class MemoryIndex:
             matched = np.intersect1d(matched, candidates, assume_unique=True)
         return self._top(matched, scores[matched], depth)
 
-    def keys_with_every(self, terms: list[str], scope: Scope) -> np.ndarray:
+    def languages(self, scope: Scope) -> list[str]:
+        if not self.index_languages.several:
+            return [self.index_languages.default]
+        unnarrowed = replace(scope, keys=None)
+        searched = self._libraries_searched(unnarrowed, self._candidate_rows(unnarrowed))
+        names = self.library_names
+        if searched is not None:
+            names = [name for name, kept in zip(names, searched, strict=True) if kept]
+        return self.index_languages.of_libraries(names)
+
+    def keys_with_every(self, groups: list[list[str]], scope: Scope) -> np.ndarray:
         postings = self.postings
         rows: np.ndarray | None = self._candidate_rows(scope)
-        for term in dict.fromkeys(terms):
-            term_id = postings.term_ids.get(term)
-            if term_id is None:
+        for group in groups:
+            ids = [postings.term_ids[term] for term in group if term in postings.term_ids]
+            if not ids:
                 return np.zeros(0, dtype=np.int64)
-            span = postings.rows[postings.offsets[term_id] : postings.offsets[term_id + 1]]
-            rows = np.unique(span) if rows is None else np.intersect1d(rows, span)
+            spans = [postings.rows[postings.offsets[i] : postings.offsets[i + 1]] for i in ids]
+            span = np.unique(np.concatenate(spans))
+            rows = span if rows is None else np.intersect1d(rows, span, assume_unique=True)
         return self.keys[rows] if rows is not None else self.keys
 
     def chunks(self, keys: np.ndarray) -> list[Chunk]:

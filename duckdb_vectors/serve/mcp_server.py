@@ -150,7 +150,8 @@ class LibraryList(BaseModel):
             )
         return "\n".join(
             f"{info.name}: versions {', '.join(v.version or '-' for v in info.versions)};"
-            f" {info.chunks} chunks{'; ' + info.description if info.description else ''}"
+            f" {info.chunks} chunks in {'/'.join(info.languages)}"
+            f"{'; ' + info.description if info.description else ''}"
             for info in self.libraries
         )
 
