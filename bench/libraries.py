@@ -21,11 +21,22 @@ taking turns:
   folder without libraries: ``warm_up()``, the reader's RSS, warm search p50 (the Ray
   questions, vectors given) with and without a library given, a library's first search (its
   filter read from the file), and the same searches from SQL (no in-memory index: a one-shot
-  ``search``, or an index past its memory budget).
+  ``search``, or an index past its memory budget);
+- languages: a German and an English library in one bundle, BM25 alone (``query_text``, no
+  model) on XQuAD-R's 240 Wikipedia paragraphs in both languages (the same paragraphs, so every
+  named entity is in both libraries: the hardest case for a search across them), each
+  language's 1,190 questions judged against its own paragraph: hit@1, hit@5 and MRR@10 scoped
+  to its library and across both, for three ways of reading the German library: ``english``
+  (no ``language``, as every bundle before), ``union`` (``language: german``, the rule shipped:
+  a query word is looked up in its forms in every language of the libraries searched,
+  ``index.languages``) and ``precise`` (the alternative weighed against it, computed here in
+  SQL over the same file: a form counts only in chunks of its own language, which would need
+  the language of each posting in the index).
 
     python bench/libraries.py                     # static model, 3 rounds, all parts
     python bench/libraries.py --rounds 5 --parts relevance,serving,rebuild
     python bench/libraries.py --parts scale --workdir /tmp/libraries   # builds 2 x 100k chunks
+    python bench/libraries.py --parts languages                        # about a minute
 
 Writes bench/results/<date>/libraries.json and prints Markdown tables; progress on stderr.
 """
@@ -33,6 +44,7 @@ Writes bench/results/<date>/libraries.json and prints Markdown tables; progress 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import random
@@ -40,6 +52,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -64,6 +77,10 @@ from common import summary as medians
 from docsqa import MODES, Question, Search, by_row_set, load_questions, log, run_mode
 
 from duckdb_vectors import VectorStore
+from duckdb_vectors.bm25 import BM25_B, BM25_K1, bm25_idf_sql, bm25_weight_sql
+from duckdb_vectors.bundle import Bundle, index_bundle
+from duckdb_vectors.index.slices import library_sql
+from duckdb_vectors.index.terms import parse_query, word_forms
 from duckdb_vectors.libraries import resolve_request
 
 RAY_TREE = RAY / "docs" / "doc" / "source"
@@ -78,6 +95,9 @@ SCALE_LIBRARIES = 20
 SCALE_CHUNKS = 5_000  # about this many per library
 SCALE_QUERIES = 200
 SQL_QUERIES = 20  # of them from SQL, which answers each in about half a second at this size
+XQUAD = SHARED / "evaldata" / "ir" / "xquad-r-paragraphs"
+LANGUAGES = {"de": "german", "en": "english"}
+LANGUAGES_DEPTH = 10
 
 
 def cli(*arguments: str) -> Any:
@@ -394,6 +414,115 @@ def scale(workdir: Path, rounds: int) -> dict[str, Any]:
 # -- report -----------------------------------------------------------------------------------
 
 
+def write_language_libraries(folder: Path) -> None:
+    for code in LANGUAGES:
+        (folder / code).mkdir()
+        with gzip.open(XQUAD / code / "corpus.jsonl.gz") as corpus:
+            for line in corpus:
+                paragraph = json.loads(line)
+                (folder / code / f"{paragraph['_id']}.md").write_text(paragraph["text"] + "\n")
+
+
+def language_questions(code: str) -> list[tuple[str, str]]:
+    """Each question's text and the id of the paragraph that answers it."""
+    lines = (XQUAD / code / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    answers = dict(line.split("\t")[:2] for line in lines)
+    with (XQUAD / code / "queries.jsonl").open() as rows:
+        return [(q["text"], answers[q["_id"]]) for q in map(json.loads, rows)]
+
+
+def language_bundle(folder: Path, german: bool) -> Path:
+    own = "    language: german\n" if german else ""
+    bundle = folder / f"docs-{int(german)}.yaml"
+    bundle.write_text(
+        f"libraries:\n  - name: de\n    source: de\n{own}  - name: en\n    source: en\n"
+    )
+    db = folder / f"bundle-{int(german)}.duckdb"
+    with VectorStore(db, "hashing:64") as store:
+        index_bundle(store, Bundle.read(bundle))
+    return db
+
+
+def union_ranking(store: VectorStore, text: str, library: str | None) -> list[str]:
+    hits = store.query_text(text, LANGUAGES_DEPTH, filter={"library": library} if library else None)
+    return [Path(hit.chunk.source or "").stem for hit in hits]
+
+
+def precise_ranking(store: VectorStore, text: str, library: str | None) -> list[str]:
+    """The alternative rule, in one statement over the index's tables."""
+    searched = [library] if library else list(LANGUAGES)
+    words = parse_query(text).words
+    pairs = [
+        (LANGUAGES[code], term)
+        for code in searched
+        for term in dict.fromkeys(word_forms(words, LANGUAGES[code]))
+    ]
+    chunk_library = library_sql(["library"], "c.metadata")
+    language = f"CASE {chunk_library} WHEN 'de' THEN 'german' ELSE 'english' END"
+    idf = bm25_idf_sql("f.df", "n.documents")
+    weight = bm25_weight_sql("p.tf", "p.token_count", "a.average", str(BM25_K1), str(BM25_B))
+    rows = store.connection.execute(
+        f"""
+        WITH q AS (SELECT unnest($1::VARCHAR[]) AS language, unnest($2::VARCHAR[]) AS term),
+        c AS (SELECT key, source, token_count, {chunk_library} AS library, {language} AS language
+              FROM chunks c),
+        s AS (SELECT * FROM c WHERE library IN (SELECT unnest($3::VARCHAR[]))),
+        a AS (SELECT library, avg(token_count) AS average FROM c GROUP BY library),
+        n AS (SELECT language, count(*)::DOUBLE AS documents FROM s GROUP BY language),
+        p AS (SELECT s.key, s.source, s.language, s.library, s.token_count, q.term, p.tf
+              FROM postings p JOIN terms t USING (term_id) JOIN q ON q.term = t.term
+              JOIN s ON s.key = p.key AND s.language = q.language),
+        f AS (SELECT language, term, count(*)::DOUBLE AS df FROM p GROUP BY language, term)
+        SELECT p.source, sum({idf} * {weight}) AS score
+        FROM p JOIN f USING (language, term) JOIN n USING (language) JOIN a USING (library)
+        GROUP BY p.key, p.source ORDER BY score DESC, p.key LIMIT {LANGUAGES_DEPTH}
+        """,
+        [[language for language, _ in pairs], [term for _, term in pairs], searched],
+    ).fetchall()
+    return [Path(source).stem for source, _ in rows]
+
+
+def language_measures(ranked: list[list[str]], answers: list[str]) -> dict[str, float]:
+    ranks = [
+        found.index(answer) + 1 if answer in found else None
+        for found, answer in zip(ranked, answers, strict=True)
+    ]
+    count = len(ranks)
+    return {
+        "questions": count,
+        "hit@1": sum(rank == 1 for rank in ranks) / count,
+        "hit@5": sum(rank is not None and rank <= 5 for rank in ranks) / count,
+        "mrr@10": sum(1 / rank for rank in ranks if rank) / count,
+    }
+
+
+def languages() -> list[dict[str, Any]]:
+    """Each reading of the German library, each language's questions, scoped and across."""
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="languages-") as work:
+        folder = Path(work)
+        write_language_libraries(folder)
+        files = {german: language_bundle(folder, german) for german in (False, True)}
+        variants = [
+            ("english", files[False], union_ranking),
+            ("union", files[True], union_ranking),
+            ("precise", files[True], precise_ranking),
+        ]
+        for name, db, rank in variants:
+            log(f"languages: {name}")
+            with VectorStore(db, read_only=True) as store:
+                for code in LANGUAGES:
+                    asked = language_questions(code)
+                    for library in (code, None):
+                        ranked = [rank(store, text, library) for text, _ in asked]
+                        row = language_measures(ranked, [answer for _, answer in asked])
+                        scope = "own library" if library else "both"
+                        results.append(
+                            {"german": name, "questions_of": code, "scope": scope, **row}
+                        )
+    return results
+
+
 def table(result: dict[str, Any]) -> str:
     lines = []
     if "relevance" in result:
@@ -445,10 +574,22 @@ def table(result: dict[str, Any]) -> str:
                 f" {row['rss_mb']:.0f} | {hybrid} | {pages} |"
                 f" {'-' if first is None else f'{first:.0f}'} | {sql} |"
             )
+    if "languages" in result:
+        lines += [
+            "",
+            "| German library read | questions | searched | n | hit@1 | hit@5 | MRR@10 |",
+            "|---|---|---|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {row['german']} | {row['questions_of']} | {row['scope']} | {row['questions']}"
+            f" | {row['hit@1']:.3f} | {row['hit@5']:.3f} | {row['mrr@10']:.3f} |"
+            for row in result["languages"]
+        ]
     return "\n".join(lines)
 
 
-PARTS = ("relevance", "serving", "rebuild", "scale")
+PARTS = ("relevance", "serving", "rebuild", "scale", "languages")
+THREE_TREE_PARTS = {"relevance", "serving", "rebuild"}  # the parts that read the three files
 
 
 def main() -> None:
@@ -467,7 +608,8 @@ def main() -> None:
     workdir = arguments.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"machine": machine()}
-    if arguments.reindex or not (workdir / "bundle.duckdb").exists():
+    built_already = (workdir / "bundle.duckdb").exists()
+    if THREE_TREE_PARTS & set(parts) and (arguments.reindex or not built_already):
         result["index_seconds"] = build(workdir)
     if "relevance" in parts:
         result["relevance"] = relevance(workdir)
@@ -477,6 +619,8 @@ def main() -> None:
         result["rebuild"] = rebuild(workdir, arguments.rounds)
     if "scale" in parts:
         result["scale"] = scale(workdir, arguments.rounds)
+    if "languages" in parts:
+        result["languages"] = languages()
     out = arguments.out or HERE / "results" / str(date.today()) / "libraries.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
