@@ -28,6 +28,8 @@ EXAMPLE = REPOSITORY / "examples" / "ray_embed_to_parquet.py"
 # (`index` rewrites them), and a page with no text (skipped).
 DOCS = EVALDATA / "docsqa" / "ray" / "docs" / "doc" / "source" / "ray-overview"
 STARTUP_SECONDS = 120
+# How long the processes `ray start` stopped may take to exit: seconds on a loaded machine.
+EXIT_SECONDS = 30
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +101,11 @@ def _stop(head: subprocess.Popen) -> list[int]:
         except subprocess.TimeoutExpired:
             head.kill()
             head.wait()
-    time.sleep(1)  # the processes told to stop may take a moment to exit
     left = _in_session(head.pid)
+    deadline = time.monotonic() + EXIT_SECONDS
+    while left and time.monotonic() < deadline:  # told to stop, they take a moment to exit
+        time.sleep(0.5)
+        left = _in_session(head.pid)
     for pid in left:
         with contextlib.suppress(ProcessLookupError):  # exited meanwhile
             os.kill(pid, signal.SIGKILL)
