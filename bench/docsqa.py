@@ -15,8 +15,15 @@ unless ``--keep-duplicates``.
 
     python bench/docsqa.py                                   # the Ray docs, static model
     python bench/docsqa.py --models static,minilm --label both --check-eval
+    python bench/docsqa.py --models static,minilm,mpnet --label models   # issue 43's table
     python bench/docsqa.py --tree DOCS --questions questions.jsonl --strip-prefix docs/ \\
         --modes hybrid,bm25 --workdir /tmp/docsqa-mine
+
+Models (``MODELS``): ``static`` (DUCKDB_VECTORS_MODEL_PATH, else ../shared's stand-in for
+potion-multilingual-128M), ``minilm`` (all-MiniLM-L6-v2 int8 from ../shared) and ``mpnet``
+(all-mpnet-base-v2, built by ../shared/models/recipes/all-mpnet-base-v2.sh into
+DUCKDB_VECTORS_MPNET_PATH, default ../models/all-mpnet-base-v2); a model whose folder is not
+there is skipped, saying how to get it.
 
 ``--check-eval`` also writes BEIR files (queries.jsonl; qrels.tsv with corpus-id = source) and
 runs ``duckdb-vectors eval --by source --modes hybrid``. Only questions with an answer page in
@@ -71,13 +78,29 @@ class Question:
 class Model:
     backend: str
     path: Path
+    how_to_get: str  # said when ``path`` is not a folder
 
 
+# all-mpnet-base-v2 is too big for ../shared: a recipe there builds it (about 5 minutes).
+MPNET = Path(
+    os.environ.get("DUCKDB_VECTORS_MPNET_PATH", SHARED.parent / "models" / "all-mpnet-base-v2")
+)
 MODELS = {
-    "static": Model("fastembed:minishlab/potion-multilingual-128M", MODEL),
+    "static": Model(
+        "fastembed:minishlab/potion-multilingual-128M",
+        MODEL,
+        "set DUCKDB_VECTORS_MODEL_PATH to the static model's folder",
+    ),
     "minilm": Model(
         "fastembed:sentence-transformers/all-MiniLM-L6-v2",
         SHARED / "models" / "onnx-minilm-l6-v2-int8",
+        "set DUCKDB_VECTORS_SHARED to the folder holding models/onnx-minilm-l6-v2-int8",
+    ),
+    "mpnet": Model(
+        "hf:sentence-transformers/all-mpnet-base-v2",
+        MPNET,
+        f"build it with `bash {SHARED}/models/recipes/all-mpnet-base-v2.sh {MPNET}`"
+        " (or set DUCKDB_VECTORS_MPNET_PATH to where it is)",
     ),
 }
 
@@ -343,7 +366,7 @@ def parse_arguments() -> argparse.Namespace:
     )
     parser.add_argument("--keep-duplicates", action="store_true")
     parser.add_argument(
-        "--models", type=lambda text: names(text, MODELS), default=["static"], help="static,minilm"
+        "--models", type=lambda text: names(text, MODELS), default=["static"], help=",".join(MODELS)
     )
     parser.add_argument(
         "--modes", type=lambda text: names(text, MODES), default=list(MODES), help=",".join(MODES)
@@ -358,14 +381,26 @@ def parse_arguments() -> argparse.Namespace:
     return arguments
 
 
+def model_present(name: str) -> bool:
+    """Whether the model's folder is here; if not, say how to get it and skip the model."""
+    model = MODELS[name]
+    if model.path.is_dir():
+        return True
+    log(f"skipping {name}: no model folder at {model.path}; {model.how_to_get}")
+    return False
+
+
 def main() -> None:
     arguments = parse_arguments()
     questions = load_questions(
         arguments.questions, arguments.strip_prefix, arguments.keep_duplicates
     )
     log(f"{len(questions)} questions from {arguments.questions}")
+    chosen = [name for name in arguments.models if model_present(name)]
+    if not chosen:
+        raise SystemExit("none of the models asked for is here (see above)")
     results, elapsed_ms = timed(
-        lambda: {name: measure_model(name, questions, arguments) for name in arguments.models}
+        lambda: {name: measure_model(name, questions, arguments) for name in chosen}
     )
     report = {
         "label": arguments.label,
