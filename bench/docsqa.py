@@ -4,7 +4,8 @@ The tree is indexed as a user would (``duckdb-vectors index TREE --db DB --backe
 process per model, the model's folder in DUCKDB_VECTORS_MODEL_PATH); the index is kept in
 ``--workdir`` and reused unless ``--reindex``. Each question is then asked through the SDK
 (``VectorStore(read_only=True)``), all queries embedded once up front, so the latency (p50 ms)
-is the search alone. Every mode of ``MODES`` asks once for 13 chunks, and the numbers are:
+is the search alone (each question is also embedded alone, timed apart: what embedding one query
+costs). Every mode of ``MODES`` asks once for 13 chunks, and the numbers are:
 
 - hit@k (k = 1, 3, 5, 10, 13): an answer page is the source of one of the first k chunks;
 - MRR@10: 1 / the rank of the first chunk whose source is an answer page, 0 past 10;
@@ -56,7 +57,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import HERE, MODEL, RAY, SCRIPT, SHARED, machine, run, timed, write_json
+from common import (
+    HERE,
+    MODEL,
+    RAY,
+    SCRIPT,
+    SHARED,
+    latencies,
+    machine,
+    run,
+    timed,
+    write_json,
+)
 
 from duckdb_vectors import SearchResult, VectorStore
 
@@ -248,6 +260,7 @@ def measure_model(
         indexed = set(store.sources())
         texts = [question.text for question in questions]
         vectors, embed_ms = timed(store.embedder.embed_query, texts)
+        one_query = latencies(lambda i: store.embedder.embed_query([texts[i]]), len(texts))
         runs = {}
         for mode in arguments.modes:
             log(f"{name}: {mode} on {len(questions)} questions")
@@ -259,6 +272,7 @@ def measure_model(
         "index_seconds": seconds,
         "indexed_sources": len(indexed),
         "embed_all_queries_ms": embed_ms,
+        "embed_one_query_ms": one_query,
         "answer_not_indexed": not_indexed(questions, indexed),
         "modes": {mode: by_row_set(records, questions) for mode, records in runs.items()},
         "per_question": runs,
@@ -326,6 +340,14 @@ def table(results: dict[str, dict[str, Any]]) -> str:
                 cells = [f"{s[f'hit@{k}']:.3f}" for k in KS] + [f"{s[f'mrr@{MRR_K}']:.3f}"]
                 cells = [name, mode, rows, str(s["questions"]), *cells, f"{s['p50_ms']:.2f}"]
                 lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def embedding_table(results: dict[str, dict[str, Any]]) -> str:
+    lines = ["| model | embed one query p50 ms | p95 ms |", "|---|---:|---:|"]
+    for name, result in results.items():
+        one = result["embed_one_query_ms"]
+        lines.append(f"| {name} | {one['p50_ms']:.2f} | {one['p95_ms']:.2f} |")
     return "\n".join(lines)
 
 
@@ -422,6 +444,8 @@ def main() -> None:
         missing = result["answer_not_indexed"]
         log(f"{name}: {len(missing)} questions have no answer page in the index")
     print(table(results))
+    print()
+    print(embedding_table(results))
     if arguments.check_eval:
         print()
         print(check_table(results))

@@ -124,3 +124,12 @@ def test_a_model_not_built_is_skipped_saying_how_to_build_it(
     assert "skipping mpnet: no model folder at" in done.stderr
     assert "recipes/all-mpnet-base-v2.sh" in done.stderr
     assert "| mpnet |" not in done.stdout
+
+
+def test_embedding_one_query_is_timed_apart(
+    finished: tuple[subprocess.CompletedProcess, Path], report: dict[str, Any]
+) -> None:
+    one = report["results"]["static"]["embed_one_query_ms"]
+    assert one["n"] == 4
+    assert 0 < one["p50_ms"] <= one["p95_ms"]
+    assert "| model | embed one query p50 ms | p95 ms |" in finished[0].stdout
