@@ -168,16 +168,20 @@ def folder_mode(arguments: argparse.Namespace, scratch: Path) -> dict[str, Any]:
 
 
 def fastembed_alone(
-    texts_file: str, model: str, model_path: str, batch: int, by_length: bool
+    texts_file: str, backend: str, model_path: str, batch: int, by_length: bool
 ) -> dict[str, Any]:
-    """fastembed's own ``TextEmbedding.embed`` of the texts (a JSON list) at ``batch``, sorted
-    by token length or as given; the model is loaded and the texts sorted before the clock."""
+    """fastembed's own ``TextEmbedding.embed`` (its default session) of the texts (a JSON list)
+    at ``batch``, sorted by token length or as given; the model is loaded and the texts sorted
+    before the clock. An ``hf:`` model is registered with fastembed as the backend does."""
     import time
 
     from fastembed import TextEmbedding
 
+    from duckdb_vectors import get_embedder
+
     texts = json.loads(Path(texts_file).read_text())
-    embedding = TextEmbedding(model, specific_model_path=model_path)
+    name = get_embedder(backend, model_path=Path(model_path)).fastembed_name()
+    embedding = TextEmbedding(name, specific_model_path=model_path)
     list(embedding.embed(["load the model"]))
     if by_length:
         lengths = [sum(e.attention_mask) for e in embedding.model.tokenizer.encode_batch(texts)]
@@ -221,7 +225,7 @@ def transformer_mode(arguments: argparse.Namespace, scratch: Path) -> dict[str, 
     if arguments.every > 1:
         folder = sample_folder(folder, arguments.every, scratch / "sample")
     texts = chunk_texts(folder, scratch)
-    model = (arguments.backend.split(":", 1)[1], str(arguments.model_path))
+    model = (arguments.backend, str(arguments.model_path))
 
     def index(tree: Path, db: Path) -> Callable[[], Run]:
         def fresh() -> Run:
