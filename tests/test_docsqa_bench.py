@@ -61,19 +61,33 @@ def write_inputs(folder: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    """One run asking for the static model and for mpnet, whose folder is not there."""
     folder = tmp_path_factory.mktemp("docsqa")
     tree, questions = write_inputs(folder)
     out = folder / "result.json"
-    environment = {**os.environ, "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL)}
+    environment = {
+        **os.environ,
+        "DUCKDB_VECTORS_MODEL_PATH": str(STATIC_MODEL),
+        "DUCKDB_VECTORS_MPNET_PATH": str(folder / "not-built"),
+    }
     command = [sys.executable, str(SCRIPT), "--tree", str(tree), "--questions", str(questions)]
     options = ["--workdir", str(folder / "work"), "--out", str(out), "--check-eval"]
     done = subprocess.run(
-        [*command, *options], env=environment, capture_output=True, text=True, timeout=120
+        [*command, *options, "--models", "static,mpnet"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "| static | hybrid | all | 4 |" in done.stdout
-    return json.loads(out.read_text())
+    return done, out
+
+
+@pytest.fixture(scope="module")
+def report(finished: tuple[subprocess.CompletedProcess, Path]) -> dict[str, Any]:
+    return json.loads(finished[1].read_text())
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "bm25", "hybrid-one-per-source"])
@@ -100,3 +114,22 @@ def test_the_answer_outside_the_index_is_reported_and_left_out_of_eval(
     check = result["check_eval"]
     assert check["judged_questions"] == check["eval_queries"] == 3
     assert check["eval_mrr@10"] == check["script_eval_definition_mrr@10"] == 1.0
+
+
+def test_a_model_not_built_is_skipped_saying_how_to_build_it(
+    finished: tuple[subprocess.CompletedProcess, Path], report: dict[str, Any]
+) -> None:
+    done, _ = finished
+    assert list(report["results"]) == ["static"]
+    assert "skipping mpnet: no model folder at" in done.stderr
+    assert "recipes/all-mpnet-base-v2.sh" in done.stderr
+    assert "| mpnet |" not in done.stdout
+
+
+def test_embedding_one_query_is_timed_apart(
+    finished: tuple[subprocess.CompletedProcess, Path], report: dict[str, Any]
+) -> None:
+    one = report["results"]["static"]["embed_one_query_ms"]
+    assert one["n"] == 4
+    assert 0 < one["p50_ms"] <= one["p95_ms"]
+    assert "| model | embed one query p50 ms | p95 ms |" in finished[0].stdout

@@ -54,6 +54,11 @@ def test_onnx_transformer_through_fastembed_and_hf_backends_agree() -> None:
     assert vectors.shape == (3, 384)
     assert np.allclose(vectors, by_fastembed, atol=1e-4)
     assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2]) + 0.2
+    # fastembed itself loads the model by the name the hf backend registered it under
+    from fastembed import TextEmbedding
+
+    own = TextEmbedding(by_hf.fastembed_name(), specific_model_path=str(ONNX_MODEL))
+    assert np.allclose(np.array(list(own.embed(texts))), vectors, atol=1e-4)
 
 
 @pytest.mark.slow

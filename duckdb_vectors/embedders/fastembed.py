@@ -145,6 +145,10 @@ class FastEmbedEmbedder(BaseEmbedder):
     def is_static(self) -> bool:
         return isinstance(self._loaded(), StaticModel)
 
+    def fastembed_name(self) -> str:
+        """The name fastembed's ``TextEmbedding`` knows the model by (loads nothing)."""
+        return self.model_name
+
     def english_only(self) -> bool:
         model = self._loaded()
         return isinstance(model, TransformerModel) and model.english_only
@@ -333,7 +337,10 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
         self.normalize = spec.options.get("normalize", "true").lower() != "false"
         self.model_file = spec.options.get("file")
 
-    def _load(self) -> LoadedModel:
+    def fastembed_name(self) -> str:
+        """The name the model is registered under in fastembed, registering it first (from the
+        model folder, downloaded if there is none): fastembed knows a model only once it is
+        registered under a unique name."""
         TextEmbedding = _import_fastembed(self.spec)
         from fastembed.common.model_description import ModelSource, PoolingType
 
@@ -342,7 +349,6 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
         model_file = self.model_file or _find_onnx_file(directory)
         if self.pooling not in PoolingType.__members__:
             raise EmbedderError(f"{self.spec}: pooling must be one of mean, cls, last_token")
-        # fastembed knows a model only once it is registered under a unique name.
         self.model_name = f"duckdb-vectors/{self.spec}"
         with self._register_lock:
             if self.model_name not in self._registered:
@@ -355,6 +361,10 @@ class HuggingFaceEmbedder(FastEmbedEmbedder):
                     model_file=model_file,
                 )
                 self._registered.add(self.model_name)
+        return self.model_name
+
+    def _load(self) -> LoadedModel:
+        self.fastembed_name()
         return super()._load()
 
     def _download(self) -> Path:
