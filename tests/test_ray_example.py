@@ -28,7 +28,9 @@ EXAMPLE = REPOSITORY / "examples" / "ray_embed_to_parquet.py"
 # (`index` rewrites them), and a page with no text (skipped).
 DOCS = EVALDATA / "docsqa" / "ray" / "docs" / "doc" / "source" / "ray-overview"
 STARTUP_SECONDS = 120
-# How long a process of the cluster may take to exit once signalled: seconds on a loaded machine.
+# How long the cluster gets to stop on Ctrl-C before what is left of it is killed, and how long
+# a killed process may take to be gone: seconds on a loaded machine.
+STOP_SECONDS = 15
 EXIT_SECONDS = 30
 
 
@@ -93,25 +95,22 @@ def _wait_until_started(head: subprocess.Popen, folder: Path, log: Path) -> None
 
 def _stop(head: subprocess.Popen) -> list[int]:
     """Stop the cluster as Ctrl-C stops `ray start --block` (it stops what it started), then
-    terminate, and at last kill, whatever of its session is left: Ray leaves some of its
-    helpers to exit in their own time, which under load can be long. The processes that
-    outlived even the kill."""
+    kill whatever of its session is still there: under load Ray's own stop can take minutes,
+    which only lengthens the suite (its files are in the test's folder, removed after). The
+    processes that outlived the kill."""
     if head.poll() is None:
         head.send_signal(signal.SIGINT)
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            head.kill()
-            head.wait()
-    for stop in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            head.wait(timeout=STOP_SECONDS)
+    for pid in _in_session(head.pid):
+        with contextlib.suppress(ProcessLookupError):  # exited meanwhile
+            os.kill(pid, signal.SIGKILL)
+    head.wait()
+    left = _in_session(head.pid)
+    deadline = time.monotonic() + EXIT_SECONDS
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
         left = _in_session(head.pid)
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):  # exited meanwhile
-                os.kill(pid, stop)
-        deadline = time.monotonic() + EXIT_SECONDS
-        while left and time.monotonic() < deadline:
-            time.sleep(0.5)
-            left = _in_session(head.pid)
     return left
 
 
